@@ -1,0 +1,49 @@
+# glassformer: every target installs what it needs on a fresh clone.
+#   make demo   build a tiny model, run a forward pass, print what happened
+#   make test   the offline test suite (minutes on 2 CPU cores)
+#   make bench  benchmarks (slow; figures go to docs/benchmarks.md)
+#   make lint   ruff check + format check
+#
+# TORCH_SPEC picks the torch installed when none is importable in the venv.
+# torch==2.13.0 is a CPU build on local disk here; a newer or unpinned torch pulls a
+# multi-GB CUDA build. Override for a GPU machine, e.g. make test TORCH_SPEC='torch==2.13.0'.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.glassformer-installed
+
+.PHONY: setup demo test bench lint format clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "venv failed; installing python3-venv with apt-get"; \
+	  apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/glassformer demo --out runs/demo
+	$(VENV)/bin/glassformer info runs/demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	@ls bench/*.py >/dev/null 2>&1 || { echo "no benchmarks yet"; exit 0; }
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf runs build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""glassformer: the Transformer end to end, as "Transformers from Scratch" explains it.
+
+The public API is small and imports torch only when called:
+
+    glassformer.load(path)           -> a model from a checkpoint directory
+    glassformer.from_hf_gpt2(model)  -> our GPT holding a Hugging Face GPT-2's weights
+
+A GPT called on token ids of shape (B, T) returns logits of shape (B, T, V).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from torch import nn
+
+    from glassformer.models.gpt import GPT
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "from_hf_gpt2", "load"]
+
+
+def load(path: str | Path, device: str = "cpu") -> nn.Module:
+    """Load a checkpoint directory (config.json + model.safetensors), in eval mode."""
+    from glassformer.train.checkpoint import load_checkpoint
+
+    return load_checkpoint(path, device)
+
+
+def from_hf_gpt2(source: Any, n_heads: int | None = None) -> GPT:
+    """Convert a Hugging Face GPT2LMHeadModel (or its state dict plus n_heads) into our GPT."""
+    from glassformer.models.gpt import from_hf_gpt2 as convert
+
+    return convert(source, n_heads)

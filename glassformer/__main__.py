@@ -1,0 +1,5 @@
+"""`python -m glassformer` is the `glassformer` command."""
+
+from glassformer.cli import main
+
+raise SystemExit(main())

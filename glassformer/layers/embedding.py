@@ -1,0 +1,56 @@
+"""Embedding and de-embedding: into the model's D-dimensional space and back to the vocabulary.
+
+The article: multiplying a one-hot row vector by a (V, D) projection matrix pulls out one row,
+the word's coordinates in embedding space. Indexing the row directly is the same operation
+without the zeros, and that is what TokenEmbedding does.
+
+De-embedding projects back: (B, T, D) @ (D, V) gives one score per vocabulary word (the
+logits); softmax turns the scores into next-word probabilities. With weight tying the
+de-embedding matrix is the embedding matrix transposed (Press & Wolf 2017), as in the paper
+and GPT-2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class TokenEmbedding(nn.Module):
+    """Look up each token's row of a (V, D) table, optionally times sqrt(D) as in the paper.
+
+    The paper scales embeddings by sqrt(D) (Section 3.4) so that, with small initial weights,
+    the word vector is not drowned by the positional encoding added to it. GPT-2 does not.
+
+    Shapes:
+        tokens: (B, T) int   returns: (B, T, D)
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = False) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.multiplier = math.sqrt(d_model) if scale else 1.0
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.weight[tokens] * self.multiplier  # (B, T) -> (B, T, D): one-hot @ table
+
+
+class DeEmbedding(nn.Module):
+    """Project from the model's space to one score per vocabulary word.
+
+    Tie it to an embedding by assigning `de_embedding.weight = embedding.weight`.
+
+    Shapes:
+        x: (B, T, D)   returns: logits (B, T, V)
+    """
+
+    def __init__(self, d_model: int, vocab_size: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight.T  # (B, T, D) @ (D, V) -> (B, T, V)

@@ -1,0 +1,56 @@
+"""Layer normalization, written out: shift each position's vector to mean 0, scale it to std 1.
+
+The article: "the short version of layer normalization is moving the values of a matrix to a
+mean of zero and scaling them to a standard deviation of one". Then a learned gain and bias
+let the model undo it where that helps.
+
+It must equal torch.nn.LayerNorm exactly: biased variance (divide by D, not D - 1) and eps
+inside the square root. A hand-written version that gets either detail wrong trains, but is
+not LayerNorm (annotated-transformer#119). RMSNorm (no mean subtraction, no bias) is included
+for comparison with newer models.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class LayerNorm(nn.Module):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension.
+
+    Args:
+        d_model: width of the normalized dimension (D).
+        eps: added to the variance before the square root; 1e-5 as torch and GPT-2.
+
+    Shapes:
+        x: (..., D)   returns: (..., D)
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased as nn.LayerNorm
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight: LayerNorm without centring or bias.
+
+    Shapes:
+        x: (..., D)   returns: (..., D)
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        return x * torch.rsqrt(mean_square + self.eps) * self.weight

@@ -1,0 +1,66 @@
+"""Weight-copy helpers for parity tests: put the same numbers into our modules and torch's.
+
+torch.nn.MultiheadAttention fuses q/k/v into one in_proj of shape (3D, D); ours keeps
+q_proj, k_proj, v_proj separate, so the copy splits it with chunk(3). Layer names map as:
+
+    nn.TransformerEncoderLayer      ours (EncoderBlock / DecoderBlock)
+    self_attn                       self_attn
+    multihead_attn                  cross_attn
+    linear1 / linear2               ffn.up_proj / ffn.down_proj
+    norm1 / norm2 / norm3           self_attn_norm / (cross_attn_norm) / ffn_norm
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from glassformer.layers.attention import MultiHeadAttention
+from glassformer.layers.blocks import DecoderBlock, EncoderBlock
+
+
+@torch.no_grad()
+def copy_linear(ours: nn.Linear, weight: torch.Tensor, bias: torch.Tensor) -> None:
+    ours.weight.copy_(weight)
+    ours.bias.copy_(bias)
+
+
+@torch.no_grad()
+def copy_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    weights = theirs.in_proj_weight.chunk(3)  # (3D, D) -> three (D, D): q, k, v
+    biases = theirs.in_proj_bias.chunk(3)
+    for proj, w, b in zip((ours.q_proj, ours.k_proj, ours.v_proj), weights, biases, strict=True):
+        copy_linear(proj, w, b)
+    copy_linear(ours.out_proj, theirs.out_proj.weight, theirs.out_proj.bias)
+
+
+@torch.no_grad()
+def copy_norm(ours: nn.Module, theirs: nn.LayerNorm) -> None:
+    ours.weight.copy_(theirs.weight)
+    ours.bias.copy_(theirs.bias)
+
+
+def copy_feedforward(ours: EncoderBlock | DecoderBlock, theirs: nn.Module) -> None:
+    copy_linear(ours.ffn.up_proj, theirs.linear1.weight, theirs.linear1.bias)
+    copy_linear(ours.ffn.down_proj, theirs.linear2.weight, theirs.linear2.bias)
+
+
+def copy_encoder_layer(ours: EncoderBlock, theirs: nn.TransformerEncoderLayer) -> None:
+    copy_mha(ours.self_attn, theirs.self_attn)
+    copy_feedforward(ours, theirs)
+    copy_norm(ours.self_attn_norm, theirs.norm1)
+    copy_norm(ours.ffn_norm, theirs.norm2)
+
+
+def copy_decoder_layer(ours: DecoderBlock, theirs: nn.TransformerDecoderLayer) -> None:
+    copy_mha(ours.self_attn, theirs.self_attn)
+    copy_mha(ours.cross_attn, theirs.multihead_attn)
+    copy_feedforward(ours, theirs)
+    copy_norm(ours.self_attn_norm, theirs.norm1)
+    copy_norm(ours.cross_attn_norm, theirs.norm2)
+    copy_norm(ours.ffn_norm, theirs.norm3)
+
+
+def torch_causal_mask(T: int) -> torch.Tensor:
+    """torch's float causal mask: 0 on and below the diagonal, -inf above."""
+    return nn.Transformer.generate_square_subsequent_mask(T)

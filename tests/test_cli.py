@@ -1,0 +1,72 @@
+"""The glassformer command: instant help, one-line errors, info and demo on real checkpoints."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from glassformer.cli import main
+from glassformer.models.gpt import GPT, GPTConfig
+from glassformer.train.checkpoint import save_checkpoint
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "glassformer", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_help_does_not_import_torch() -> None:
+    code = (
+        "import sys\n"
+        "from glassformer.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported by --help'\n"
+        "import glassformer\n"
+        "assert 'torch' not in sys.modules, 'torch imported by import glassformer'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "info" in result.stdout and "demo" in result.stdout
+
+
+def test_info_prints_kind_config_and_parameter_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    model = GPT(GPTConfig.tiny())
+    save_checkpoint(model, tmp_path / "ckpt")
+    assert main(["info", str(tmp_path / "ckpt")]) == 0
+    out = capsys.readouterr().out
+    n_params = sum(p.numel() for p in model.parameters())
+    assert "gpt checkpoint" in out and f"{n_params:,}" in out and "d_model" in out
+
+
+@pytest.mark.parametrize("broken", ["missing", "empty-dir", "garbage"])
+def test_info_on_a_bad_checkpoint_exits_2_with_one_line(tmp_path: Path, broken: str) -> None:
+    path = tmp_path / "ckpt"
+    if broken != "missing":
+        path.mkdir()
+    if broken == "garbage":
+        (path / "config.json").write_text("[]")
+    result = run("info", str(path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("glassformer: error: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = run("frobnicate")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_demo_runs_and_writes_a_loadable_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "(B=1, M=13, N=100)" in out and "(B=1, S=25, D=32)" in out
+    assert main(["info", str(tmp_path / "demo")]) == 0
+    assert "seq2seq checkpoint" in capsys.readouterr().out
