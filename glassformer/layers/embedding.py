@@ -54,3 +54,19 @@ class DeEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight.T  # (B, T, D) @ (D, V) -> (B, T, V)
+
+
+def softmax(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """exp(x_i) / sum_j exp(x_j), written out; turns de-embedding scores into probabilities.
+
+    Subtracting the maximum first changes nothing mathematically (it cancels in the ratio)
+    but keeps exp() from overflowing. The article's three reasons for softmax: it gives a
+    probability distribution, it sharpens a clear winner towards argmax while keeping close
+    runners-up, and it is differentiable.
+
+    Shapes:
+        logits: (..., V)   returns: (..., V), summing to 1 along `dim`
+    """
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    exp = shifted.exp()
+    return exp / exp.sum(dim=dim, keepdim=True)
