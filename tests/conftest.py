@@ -1,4 +1,4 @@
-"""Shared fixtures: every test starts from the same random state."""
+"""Shared fixtures: a fixed random state for every test; tokenizers trained once per session."""
 
 from __future__ import annotations
 
@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 import torch
 
+from glassformer.tokenizer.bpe import BPETokenizer
+from glassformer.tokenizer.training import train_bpe_tokenizer
+from tests.helpers import MULTILINGUAL
+
 
 @pytest.fixture(autouse=True)
 def seed_everything() -> None:
     random.seed(0)
     np.random.seed(0)
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session", params=["gpt4", "gpt2"])
+def multilingual_tokenizer(request: pytest.FixtureRequest) -> BPETokenizer:
+    corpus = [MULTILINGUAL * 3, "the the the then there these", "über über Über"]
+    return train_bpe_tokenizer(corpus, 256 + 250 + 3, request.param, ["<pad>", "<bos>", "<eos>"])

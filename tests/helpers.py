@@ -64,3 +64,14 @@ def copy_decoder_layer(ours: DecoderBlock, theirs: nn.TransformerDecoderLayer) -
 def torch_causal_mask(T: int) -> torch.Tensor:
     """torch's float causal mask: 0 on and below the diagonal, -inf above."""
     return nn.Transformer.generate_square_subsequent_mask(T)
+
+
+# A small corpus for tokenizer tests: English, German, Chinese, emoji, whitespace, CRLF.
+MULTILINGUAL = """\
+The quick brown fox jumps over the lazy dog. It's 2024; we've 1234567 reasons, don't we?
+Der schnelle braune Fuchs springt über den faulen Hund. Grüße aus München, Straße 42!
+敏捷的棕色狐狸跳过了懒狗。我们有一百二十三个理由，你好世界！
+Emoji too: 🎉🎉 👍🏽 ❤️ 👨‍👩‍👧 — and tabs\tand   spaces,   newlines
+
+and CRLF\r\nlines. Naïve café résumé coöperate.   <eos> is just text here.
+"""

@@ -1,0 +1,1 @@
+"""The article made visible: terminal renderings and figures. The core never imports this."""

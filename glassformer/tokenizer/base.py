@@ -1,0 +1,87 @@
+"""The interface every tokenizer shares: encode, decode, vocabulary size, special tokens, save.
+
+Stages, named as Hugging Face tokenizers names them: special tokens are cut out first (only
+when the caller allows them), then pre-tokenization splits text into chunks, then the model
+(characters, or BPE merges) maps each chunk to ids; decoding maps ids back to bytes or
+characters.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Literal
+
+AllowedSpecial = Literal["all", "none"] | Collection[str]
+
+
+class Tokenizer(ABC):
+    """Base class: subclasses define the model; special tokens are handled here."""
+
+    special_tokens: dict[str, int]  # special token text -> id; ids follow the ordinary tokens
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids, special tokens included (V)."""
+
+    @abstractmethod
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids for `text`, treating special-token strings as plain text."""
+
+    @abstractmethod
+    def token_bytes(self, token: int) -> bytes:
+        """The UTF-8 bytes one id stands for (a piece of a character for some BPE ids)."""
+
+    @abstractmethod
+    def to_json(self) -> dict:
+        """Everything needed to rebuild this tokenizer (see io.py for the file format)."""
+
+    def encode(self, text: str, allowed_special: AllowedSpecial = "none") -> list[int]:
+        """Ids for `text`. Special tokens become their ids only where `allowed_special` says.
+
+        Args:
+            allowed_special: "none" (default: special-token strings in the text are ordinary
+                text, so user text can never inject an <eos>), "all", or a set of names.
+        """
+        from glassformer.tokenizer.pretokenize import split_special
+
+        allowed = self.resolve_allowed(allowed_special)
+        if not allowed:
+            return self.encode_ordinary(text)
+        ids: list[int] = []
+        for piece, is_special in split_special(text, allowed):
+            ids.extend([self.special_tokens[piece]] if is_special else self.encode_ordinary(piece))
+        return ids
+
+    def resolve_allowed(self, allowed_special: AllowedSpecial) -> set[str]:
+        if allowed_special == "none":
+            return set()
+        if allowed_special == "all":
+            return set(self.special_tokens)
+        unknown = set(allowed_special) - set(self.special_tokens)
+        if unknown:
+            raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)}")
+        return set(allowed_special)
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """The bytes the ids stand for, concatenated; an unknown id is an error."""
+        try:
+            return b"".join([self.token_bytes(i) for i in ids])
+        except (IndexError, KeyError, TypeError):
+            bad = next(i for i in ids if not self.is_valid_id(i))
+            raise ValueError(f"token id {bad!r} is not in [0, {self.vocab_size})") from None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text for the ids. Ids that split a UTF-8 character decode to U+FFFD, never raise."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def is_valid_id(self, token: object) -> bool:
+        return isinstance(token, int) and 0 <= token < self.vocab_size
+
+    def save(self, path: str | Path) -> None:
+        """Write the versioned JSON file (and, for BPE, a human-readable .vocab view beside it)."""
+        from glassformer.tokenizer.io import save_tokenizer
+
+        save_tokenizer(self, path)

@@ -1,0 +1,133 @@
+"""Byte-level BPE: the model that turns one pre-tokenized chunk into ids, and back.
+
+The base vocabulary is the 256 byte values, so any text encodes: misspellings, new words,
+emoji, Chinese. Merge i (a pair of existing ids) creates id 256 + i; special tokens come
+after the last merge.
+
+Encoding a chunk replays the training: repeatedly merge the adjacent pair with the lowest
+rank (the earliest-learned merge), every non-overlapping occurrence left to right, until no
+adjacent pair is a learned merge. Chunks repeat a lot in real text ("the", " and"), so each
+chunk's ids are cached: most of encoding is then one regex pass and dictionary lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain, pairwise
+from operator import itemgetter
+
+import regex
+
+from glassformer.tokenizer.base import Tokenizer
+from glassformer.tokenizer.pretokenize import PATTERNS, check_unicode, resolve_pattern
+
+N_BYTES = 256  # ids 0-255 are the raw bytes
+CACHE_LIMIT = 1 << 18  # chunks kept in the encode cache before it is cleared
+
+
+def merge_pair(ids: list[int], a: int, b: int, new_id: int) -> list[int]:
+    """Replace every non-overlapping (a, b) in `ids`, left to right, with `new_id`."""
+    out: list[int] = []
+    i, n = 0, len(ids)
+    while i < n:
+        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE with regex pre-tokenization and special tokens.
+
+    Args:
+        merges: learned pairs in order; merge i creates id 256 + i.
+        pattern: "gpt2", "gpt4" or a regex for pre-tokenization.
+        special_tokens: texts such as "<eos>"; they get the ids after the merges, in order.
+    """
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[int, int]],
+        pattern: str = "gpt4",
+        special_tokens: Iterable[str] = (),
+    ) -> None:
+        self.merges = [tuple(pair) for pair in merges]
+        self.pattern_name = pattern if pattern in PATTERNS else None
+        self.pattern = resolve_pattern(pattern)
+        self.splitter = regex.compile(self.pattern)
+        self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
+        self.vocab = [bytes([i]) for i in range(N_BYTES)]
+        for rank, (a, b) in enumerate(self.merges):
+            if not (0 <= a < N_BYTES + rank and 0 <= b < N_BYTES + rank):
+                raise ValueError(f"merge {rank} ({a}, {b}) uses an id not yet defined")
+            self.vocab.append(self.vocab[a] + self.vocab[b])
+        first_special = N_BYTES + len(self.merges)
+        self.special_tokens = {
+            s: first_special + i for i, s in enumerate(dict.fromkeys(special_tokens))
+        }
+        self.special_bytes = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
+        self.cache: dict[str, list[int]] = {}
+
+    @property
+    def vocab_size(self) -> int:
+        return N_BYTES + len(self.merges) + len(self.special_tokens)
+
+    def encode_chunk(self, chunk: bytes) -> list[int]:
+        """BPE on one chunk: merge the lowest-rank adjacent pair until none is a learned merge."""
+        ids = list(chunk)
+        ranks = self.ranks
+        while len(ids) > 1:
+            best_rank, best_pair = None, None
+            for pair in pairwise(ids):
+                rank = ranks.get(pair)
+                if rank is not None and (best_rank is None or rank < best_rank):
+                    best_rank, best_pair = rank, pair
+            if best_pair is None:
+                break
+            ids = merge_pair(ids, best_pair[0], best_pair[1], N_BYTES + best_rank)
+        return ids
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids for `text` with no special tokens: split into chunks, BPE each (cached)."""
+        try:
+            chunks = self.splitter.findall(text)
+            cache = self.cache
+            try:
+                pieces = [cache[chunk] for chunk in chunks]  # the common case: all seen before
+            except KeyError:
+                if len(cache) > CACHE_LIMIT:
+                    cache.clear()
+                for chunk in set(chunks).difference(cache):
+                    cache[chunk] = self.encode_chunk(chunk.encode("utf-8"))
+                pieces = [cache[chunk] for chunk in chunks]
+        except UnicodeEncodeError:
+            check_unicode(text)  # raises a ValueError naming the lone surrogate
+            raise
+        return list(chain.from_iterable(pieces))
+
+    def token_bytes(self, token: int) -> bytes:
+        if token < 0:
+            raise IndexError(token)
+        if token < len(self.vocab):
+            return self.vocab[token]
+        return self.special_bytes[token]
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """Fast path for ordinary ids (one list lookup each); specials and errors via the base."""
+        try:
+            if len(ids) > 1 and min(ids) >= 0:  # negative ids would silently index from the end
+                return b"".join(itemgetter(*ids)(self.vocab))
+        except (IndexError, TypeError):
+            pass
+        return super().decode_bytes(ids)
+
+    def to_json(self) -> dict:
+        return {
+            "type": "bpe",
+            "pattern": self.pattern_name or self.pattern,
+            "merges": [list(pair) for pair in self.merges],
+            "special_tokens": list(self.special_tokens),
+        }

@@ -1,0 +1,200 @@
+"""Learning BPE merges: the article's "find the most common pair, give it a new code, repeat".
+
+Both trainers work on the unique pre-tokenized chunks and how often each occurs, counted once
+up front, so memory is bounded by the number of distinct chunks, not the corpus size.
+
+Tie-breaking (both trainers, documented and tested): the pair with the highest count wins;
+among equal counts, the smallest pair (first id, then second id) wins. So training is
+deterministic and independent of the order the text arrives in.
+
+  train_merges_reference  recounts every pair after every merge. Slow, obviously right:
+                          kept for teaching and as the oracle for the fast trainer.
+  train_merges            counts pairs once, then after each merge updates only the chunks
+                          that contain the merged pair, with a heap of pair counts whose
+                          stale entries are skipped (or re-pushed) when they reach the top.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
+from pathlib import Path
+
+import regex
+
+from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer, merge_pair
+from glassformer.tokenizer.pretokenize import (
+    check_unicode,
+    resolve_pattern,
+    split_at_safe_boundaries,
+)
+
+BLOCK_CHARS = 1 << 20  # characters read from a file at a time when counting chunks
+Pair = tuple[int, int]
+
+
+def count_chunks(texts: Iterable[str], pattern: str = "gpt4") -> Counter[bytes]:
+    """How often each pre-tokenized chunk occurs, as UTF-8 bytes."""
+    splitter = regex.compile(resolve_pattern(pattern))
+    counts: Counter[str] = Counter()
+    for text in texts:
+        check_unicode(text)
+        counts.update(splitter.findall(text))
+    return Counter({chunk.encode("utf-8"): n for chunk, n in counts.items()})
+
+
+def read_text_blocks(path: str | Path) -> Iterable[str]:
+    """A UTF-8 text file in blocks of about BLOCK_CHARS, cut where both built-in patterns
+    always split (see split_at_safe_boundaries), so memory stays bounded on large corpora.
+    """
+    with open(path, encoding="utf-8", newline="") as handle:  # keep \r\n as written
+        pending = ""
+        while block := handle.read(BLOCK_CHARS):
+            *ready, pending = split_at_safe_boundaries(pending + block, BLOCK_CHARS // 2) or [""]
+            yield from ready
+        if pending:
+            yield pending
+
+
+def pair_counts_of(words: list[list[int]], counts: list[int]) -> Counter[Pair]:
+    """Weighted count of every adjacent pair over all chunks."""
+    pairs: Counter[Pair] = Counter()
+    for word, n in zip(words, counts, strict=True):
+        for pair in pairwise(word):
+            pairs[pair] += n
+    return pairs
+
+
+def train_merges_reference(chunk_counts: Mapping[bytes, int], n_merges: int) -> list[Pair]:
+    """Recount all pairs, merge the most frequent, repeat (the readable trainer)."""
+    words = [list(chunk) for chunk in chunk_counts]
+    counts = list(chunk_counts.values())
+    merges: list[Pair] = []
+    for _ in range(n_merges):
+        pairs = pair_counts_of(words, counts)
+        if not pairs:
+            break  # every chunk is a single token: nothing left to merge
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # most frequent, then smallest
+        new_id = N_BYTES + len(merges)
+        words = [merge_pair(word, *best, new_id) for word in words]
+        merges.append(best)
+    return merges
+
+
+def train_merges(
+    chunk_counts: Mapping[bytes, int], n_merges: int, progress: bool = False
+) -> list[Pair]:
+    """The same merges as train_merges_reference, with incremental pair counts.
+
+    State: `pair_count[p]` is the exact weighted count of pair p now; `where[p]` is a superset
+    of the chunks containing p (entries go stale, which only costs a wasted scan); `heap`
+    holds (-count, pair) entries whose count is >= the true one. When the top entry is stale
+    it is re-pushed with its true count, so a valid pop is exactly the max-count, smallest pair.
+    """
+    from tqdm import tqdm
+
+    words = [list(chunk) for chunk in chunk_counts]
+    counts = list(chunk_counts.values())
+    pair_count = pair_counts_of(words, counts)
+    where: dict[Pair, set[int]] = {}
+    for index, word in enumerate(words):
+        for pair in pairwise(word):
+            where.setdefault(pair, set()).add(index)
+    heap = [(-n, pair) for pair, n in pair_count.items()]
+    heapq.heapify(heap)
+
+    merges: list[Pair] = []
+    bar = tqdm(total=n_merges, desc="BPE merges", unit="merge", disable=not progress)
+    while heap and len(merges) < n_merges:
+        negative_count, pair = heapq.heappop(heap)
+        current = pair_count.get(pair, 0)
+        if -negative_count != current:  # stale: the pair lost occurrences since it was pushed
+            if current > 0:
+                heapq.heappush(heap, (-current, pair))
+            continue
+        new_id = N_BYTES + len(merges)
+        merges.append(pair)
+        bar.update()
+        grown: set[Pair] = set()  # pairs containing new_id, whose counts only went up
+        for index in where.pop(pair):
+            word = words[index]
+            merged = merge_pair(word, pair[0], pair[1], new_id)
+            if len(merged) == len(word):
+                continue  # stale membership: this chunk no longer holds the pair
+            n = counts[index]
+            for old in pairwise(word):
+                pair_count[old] -= n
+            for new in pairwise(merged):
+                pair_count[new] += n
+                if new_id in new:
+                    where.setdefault(new, set()).add(index)
+                    grown.add(new)
+            words[index] = merged
+        del pair_count[pair]
+        for new in grown:
+            heapq.heappush(heap, (-pair_count[new], new))
+    bar.close()
+    return merges
+
+
+def train_bpe_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int,
+    pattern: str = "gpt4",
+    special_tokens: Iterable[str] = (),
+    progress: bool = False,
+) -> BPETokenizer:
+    """Learn a byte-level BPE tokenizer of `vocab_size` ids (256 bytes + merges + specials).
+
+    Warns (UserWarning) and returns a smaller vocabulary when the text allows fewer merges.
+
+    Raises:
+        ValueError: vocab_size below 256 + the special tokens, or a text with no chunks.
+    """
+    special_tokens = list(dict.fromkeys(special_tokens))
+    minimum = N_BYTES + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size={vocab_size} is below 256 bytes + {len(special_tokens)} special "
+            f"tokens = {minimum}"
+        )
+    chunk_counts = count_chunks(texts, pattern)
+    if not chunk_counts:
+        raise ValueError("the training text is empty: no chunks to learn merges from")
+    n_merges = vocab_size - minimum
+    merges = train_merges(chunk_counts, n_merges, progress)
+    if len(merges) < n_merges:
+        warnings.warn(
+            f"only {len(merges)} merges are possible on this text ({n_merges} requested): "
+            f"the vocabulary has {minimum + len(merges)} ids, not {vocab_size}",
+            stacklevel=2,
+        )
+    return BPETokenizer(merges, pattern, special_tokens)
+
+
+def train_bpe_from_files(
+    paths: Iterable[str | Path],
+    vocab_size: int,
+    pattern: str = "gpt4",
+    special_tokens: Iterable[str] = (),
+    progress: bool = False,
+) -> BPETokenizer:
+    """train_bpe_tokenizer over UTF-8 text files, read in blocks (see read_text_blocks)."""
+    from glassformer.errors import GlassformerError
+
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        if not path.is_file():
+            raise GlassformerError(f"{path}: no such file")
+
+    def texts() -> Iterable[str]:
+        for path in paths:
+            try:
+                yield from read_text_blocks(path)
+            except UnicodeDecodeError as error:
+                raise GlassformerError(f"{path}: not UTF-8 text ({error.reason})") from None
+
+    return train_bpe_tokenizer(texts(), vocab_size, pattern, special_tokens, progress)
