@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml
 	  apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m glassformer.corpora install
 	@touch $@
 
 demo: $(STAMP)

@@ -54,14 +54,17 @@ def train_hf(text: str, vocab_size: int):  # noqa: ANN201
     from glassformer.tokenizer.pretokenize import GPT4_PATTERN
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(GPT4_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])  # fmt: skip
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(GPT4_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, show_progress=False,
+        vocab_size=vocab_size,
+        show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )  # fmt: skip
+    )
     tokenizer.train_from_iterator([text], trainer)
     return tokenizer
 
@@ -133,27 +136,41 @@ def main() -> None:
 
     if args.json:
         print(json.dumps(results, indent=2))
-    print(f"corpus: {args.corpus.name}, {megabytes:.2f} MB; medians of {args.runs} runs; "
-          f"{os.cpu_count()} CPUs; peak RSS of this process "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB\n")  # fmt: skip
+    print(
+        f"corpus: {args.corpus.name}, {megabytes:.2f} MB; medians of {args.runs} runs; "
+        f"{os.cpu_count()} CPUs; peak RSS of this process "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB\n"
+    )
     r = results
     print("| measure | glassformer | HF tokenizers | tiktoken | ours / peer |")
     print("| --- | --- | --- | --- | --- |")
     for v in (512, 4096):
-        print(f"| train vocab {v} (s) | {r[f'train_ours_{v}']:.3f} | {r[f'train_hf_{v}']:.3f} | "
-              f"- | {r[f'train_ours_{v}'] / r[f'train_hf_{v}']:.2f}x HF's time |")  # fmt: skip
-    print(f"| train vocab 512, recount reference (s) | {r['train_reference_512']:.2f} | - | - | "
-          f"ours is {r['train_reference_512'] / r['train_ours_512']:.0f}x faster |")  # fmt: skip
+        print(
+            f"| train vocab {v} (s) | {r[f'train_ours_{v}']:.3f} | {r[f'train_hf_{v}']:.3f} | "
+            f"- | {r[f'train_ours_{v}'] / r[f'train_hf_{v}']:.2f}x HF's time |"
+        )
+    print(
+        f"| train vocab 512, recount reference (s) | {r['train_reference_512']:.2f} | - | - | "
+        f"ours is {r['train_reference_512'] / r['train_ours_512']:.0f}x faster |"
+    )
     for v in (512, 4096):
-        print(f"| train vocab {v}, peak RSS growth (MB) | {r[f'memory_ours_{v}']:.0f} | "
-              f"{r[f'memory_hf_{v}']:.0f} | - | |")  # fmt: skip
-    print(f"| encode, cold cache (MB/s) | {r['encode_ours_cold']:.2f} | | | "
-          f"{r['encode_ours_cold'] / r['encode_tiktoken']:.2f}x tiktoken |")  # fmt: skip
-    print(f"| encode (MB/s) | {r['encode_ours_warm']:.2f} | {r['encode_hf']:.2f} | "
-          f"{r['encode_tiktoken']:.2f} | {r['encode_ours_warm'] / r['encode_tiktoken']:.2f}x "
-          f"tiktoken, {r['encode_ours_warm'] / r['encode_hf']:.1f}x HF |")  # fmt: skip
-    print(f"| decode (MB/s) | {r['decode_ours']:.1f} | - | {r['decode_tiktoken']:.1f} | "
-          f"{r['decode_ours'] / r['decode_tiktoken']:.2f}x tiktoken |")  # fmt: skip
+        print(
+            f"| train vocab {v}, peak RSS growth (MB) | {r[f'memory_ours_{v}']:.0f} | "
+            f"{r[f'memory_hf_{v}']:.0f} | - | |"
+        )
+    print(
+        f"| encode, cold cache (MB/s) | {r['encode_ours_cold']:.2f} | | | "
+        f"{r['encode_ours_cold'] / r['encode_tiktoken']:.2f}x tiktoken |"
+    )
+    print(
+        f"| encode (MB/s) | {r['encode_ours_warm']:.2f} | {r['encode_hf']:.2f} | "
+        f"{r['encode_tiktoken']:.2f} | {r['encode_ours_warm'] / r['encode_tiktoken']:.2f}x "
+        f"tiktoken, {r['encode_ours_warm'] / r['encode_hf']:.1f}x HF |"
+    )
+    print(
+        f"| decode (MB/s) | {r['decode_ours']:.1f} | - | {r['decode_tiktoken']:.1f} | "
+        f"{r['decode_ours'] / r['decode_tiktoken']:.2f}x tiktoken |"
+    )
 
 
 if __name__ == "__main__":

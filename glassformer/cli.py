@@ -51,8 +51,10 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
         print(f"glassformer: note: {warning.message}", file=sys.stderr)
     tokenizer.save(args.out)
     merges, specials = len(tokenizer.merges), len(tokenizer.special_tokens)
-    print(f"wrote {args.out} ({tokenizer.vocab_size} ids: 256 bytes + {merges} merges + "
-          f"{specials} special) and {Path(args.out).with_suffix('.vocab')}")  # fmt: skip
+    print(
+        f"wrote {args.out} ({tokenizer.vocab_size} ids: 256 bytes + {merges} merges + "
+        f"{specials} special) and {Path(args.out).with_suffix('.vocab')}"
+    )
 
 
 def read_text_argument(text: str | None) -> str:
@@ -116,49 +118,221 @@ def add_tokenizer_commands(commands: argparse._SubParsersAction, formatter: type
         parser.set_defaults(handler=handler)
         return parser
 
-    train = add("train", "learn merges from text files", cmd_tokenizer_train,
-                "Learn a byte-level BPE tokenizer from UTF-8 text files.")  # fmt: skip
+    train = add(
+        "train",
+        "learn merges from text files",
+        cmd_tokenizer_train,
+        "Learn a byte-level BPE tokenizer from UTF-8 text files.",
+    )
     train.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
-    train.add_argument("--vocab-size", type=int, required=True,
-                       help="ids in all: 256 bytes + merges + special tokens")  # fmt: skip
+    train.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        help="ids in all: 256 bytes + merges + special tokens",
+    )
     train.add_argument("--out", required=True, metavar="TOK.json", help="tokenizer file to write")
-    train.add_argument("--pattern", default="gpt4",
-                       help="pre-tokenization split: gpt2, gpt4 or a regex")  # fmt: skip
-    train.add_argument("--special", nargs="*", default=[], metavar="TOKEN",
-                       help="special tokens, e.g. '<pad>' '<bos>' '<eos>'")  # fmt: skip
+    train.add_argument(
+        "--pattern", default="gpt4", help="pre-tokenization split: gpt2, gpt4 or a regex"
+    )
+    train.add_argument(
+        "--special",
+        nargs="*",
+        default=[],
+        metavar="TOKEN",
+        help="special tokens, e.g. '<pad>' '<bos>' '<eos>'",
+    )
 
     for name, handler, what in (
         ("encode", cmd_tokenizer_encode, "print the token ids of TEXT"),
         ("show", cmd_tokenizer_show, "show TEXT split into coloured tokens"),
     ):
-        parser = add(name, what, handler, f"{what[0].upper()}{what[1:]} (standard input if - or "
-                     "missing).")  # fmt: skip
+        parser = add(
+            name, what, handler, f"{what[0].upper()}{what[1:]} (standard input if - or missing)."
+        )
         parser.add_argument("tokenizer", metavar="TOK.json")
         parser.add_argument("text", nargs="?", metavar="TEXT", help="text, or - for stdin")
-        parser.add_argument("--allow-special", action="store_true",
-                            help="turn special-token strings in TEXT into their ids")  # fmt: skip
+        parser.add_argument(
+            "--allow-special",
+            action="store_true",
+            help="turn special-token strings in TEXT into their ids",
+        )
         if name == "show":
             parser.add_argument(
                 "--plain", action="store_true", help="'|' between tokens, no colour"
             )
 
-    decode = add("decode", "print the text of token ids", cmd_tokenizer_decode,
-                 "Print the text for token ids (standard input if - or none).")  # fmt: skip
+    decode = add(
+        "decode",
+        "print the text of token ids",
+        cmd_tokenizer_decode,
+        "Print the text for token ids (standard input if - or none).",
+    )
     decode.add_argument("tokenizer", metavar="TOK.json")
     decode.add_argument("ids", nargs="*", metavar="ID")
     decode.add_argument("--no-newline", action="store_true", help="no newline after the text")
 
     export = add(
-        "export", "write it for Hugging Face or tiktoken", cmd_tokenizer_export,
+        "export",
+        "write it for Hugging Face or tiktoken",
+        cmd_tokenizer_export,
         "Write the tokenizer as a Hugging Face tokenizer.json (--to hf) or as tiktoken ranks "
         "plus PATH.json with the pattern and special tokens (--to tiktoken).",
-    )  # fmt: skip
+    )
     export.add_argument("tokenizer", metavar="TOK.json")
     export.add_argument("--to", required=True, choices=["hf", "tiktoken"])
     export.add_argument("--out", required=True, metavar="PATH")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def config_text(title: str, config: object) -> str:
+    """A config as a TOML table (the form --config reads back)."""
+    lines = [f"[{title}]"] + [f"{name} = {value!r}" for name, value in vars(config).items()]
+    return "\n".join(lines).replace("= True", "= true").replace("= False", "= false")
+
+
+def cmd_train_lm(args: argparse.Namespace) -> None:
+    from glassformer.configs import flag_overrides
+    from glassformer.corpora import shakespeare_files
+    from glassformer.models.gpt import GPTConfig
+    from glassformer.tasks.textgen import LMDataConfig, resolve_lm_settings, train_lm
+    from glassformer.train.loop import TrainConfig
+
+    files = [Path(f) for f in args.data] if args.data else shakespeare_files()
+    out = Path(args.out)
+    flags = {cls: flag_overrides(args, cls) for cls in (GPTConfig, TrainConfig, LMDataConfig)}
+    model_fields, train_config, data_config = resolve_lm_settings(
+        args.preset, args.config, flags, out, args.resume
+    )
+    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)  # torchrun: rank 0
+    resuming = " (resuming)" if args.resume else ""
+    say(f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}")
+    for title, config in (
+        ("model", argparse.Namespace(**model_fields)),
+        ("train", train_config),
+        ("data", data_config),
+    ):
+        say(config_text(title, config))
+    progress = sys.stderr.isatty()
+    result = train_lm(files, model_fields, train_config, data_config, out, args.resume, progress)
+    say(
+        f"trained to step {result.step} in {result.seconds:.1f} s "
+        f"({result.tokens_per_second:,.0f} tokens/s); validation loss {result.val_loss:.4f}, "
+        f"best {result.best_val_loss:.4f}"
+    )
+    print(
+        f"checkpoints: {out}/best, {out}/last; metrics: {out}/metrics.jsonl; curve: {out}/loss.png"
+    )
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    from glassformer.configs import flag_overrides, merge_config
+    from glassformer.decoding.search import DecodeConfig
+    from glassformer.tasks.textgen import generate_text, load_lm
+
+    config = merge_config(DecodeConfig, flag_overrides(args, DecodeConfig))
+    model, tokenizer = load_lm(args.checkpoint, args.device)
+    sys.stdout.write(args.prompt)
+    sys.stdout.flush()
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    text = generate_text(model, tokenizer, args.prompt, config, stream=write)
+    if config.beam_size > 1:
+        sys.stdout.write(text)
+    sys.stdout.write("\n")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from glassformer.tasks.textgen import evaluate_lm, load_lm
+
+    model, tokenizer = load_lm(args.checkpoint, args.device)
+    result = evaluate_lm(model, tokenizer, Path(args.data))
+    print(
+        f"{args.data}: {result['tokens']:,} tokens, loss {result['loss']:.4f}, "
+        f"perplexity {result['perplexity']:.2f}, {result['bits_per_byte']:.3f} bits per byte"
+    )
+
+
+def add_training_commands(
+    commands: argparse._SubParsersAction, formatter: type, words: set[str]
+) -> None:
+    """`train lm`, `generate`, `evaluate`. Their config flags come from dataclasses in modules
+    that import torch, so they are added only when the command is on the command line:
+    `glassformer --help` stays instant."""
+    from glassformer.configs import add_config_flags
+
+    LM_PRESETS = ("baby", "gpt2-small", "tiny")  # keys of tasks.textgen.LM_PRESETS (tested)
+
+    group = commands.add_parser(
+        "train",
+        help="train a model",
+        formatter_class=formatter,
+        description="Train a model with the shared training loop.",
+    )
+    sub = group.add_subparsers(dest="train_command", metavar="TASK", required=True)
+    lm = sub.add_parser(
+        "lm",
+        help="a GPT for text completion",
+        formatter_class=formatter,
+        description="Train a decoder-only GPT on text files (default: the embedded Shakespeare "
+        "corpus). Settings come from --preset, then the [model]/[train]/[data] tables of "
+        "--config RUN.toml, then flags. Writes OUT/best, OUT/last, OUT/metrics.jsonl, "
+        "OUT/loss.png. Runs under torchrun for several processes.",
+    )
+    lm.add_argument(
+        "--data",
+        nargs="+",
+        metavar="FILE",
+        help="UTF-8 text files (default: the embedded Shakespeare works)",
+    )
+    lm.add_argument(
+        "--preset", default="baby", choices=sorted(LM_PRESETS), help="model + recipe to start from"
+    )
+    lm.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
+    lm.add_argument("--out", default="runs/lm", help="run directory")
+    lm.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
+    if "train" in words:
+        from glassformer.models.gpt import GPTConfig
+        from glassformer.tasks.textgen import LMDataConfig
+        from glassformer.train.loop import TrainConfig
+
+        add_config_flags(lm, GPTConfig, skip=["vocab_size"])
+        add_config_flags(lm, TrainConfig)
+        add_config_flags(lm, LMDataConfig)
+    lm.set_defaults(handler=cmd_train_lm)
+
+    generate = commands.add_parser(
+        "generate",
+        help="continue a prompt with a trained language model",
+        formatter_class=formatter,
+        description="Continue --prompt with a trained GPT, streaming the text as it is written. "
+        "--temperature 0 is greedy; --beam B > 1 is beam search.",
+    )
+    generate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
+    generate.add_argument("--prompt", default="\n", help="text to continue")
+    generate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    if "generate" in words:
+        from glassformer.decoding.search import DecodeConfig
+
+        add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
+    generate.set_defaults(handler=cmd_generate)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="loss and perplexity of a trained language model on a text file",
+        formatter_class=formatter,
+        description="Print a trained GPT's loss, perplexity and bits per byte on --data.",
+    )
+    evaluate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
+    evaluate.add_argument("--data", required=True, metavar="FILE", help="UTF-8 text file")
+    evaluate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; `argv` decides which torch-dependent flag groups are built."""
     formatter = HelpFormatter
     parser = argparse.ArgumentParser(
         prog="glassformer",
@@ -193,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="random seed for weights and inputs")
     demo.set_defaults(handler=cmd_demo)
     add_tokenizer_commands(commands, formatter)
+    add_training_commands(commands, formatter, set(sys.argv[1:] if argv is None else argv))
     return parser
 
 
@@ -224,7 +399,7 @@ def assign_late_positionals(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = build_parser()
+    parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     assign_late_positionals(parser, args, extra)
     try:

@@ -70,3 +70,98 @@ def config_from_dict(cls: type[ConfigT], data: Mapping[str, Any]) -> ConfigT:
 def config_to_dict(config: object) -> dict[str, Any]:
     """The config's fields as a plain dict (what config.json stores)."""
     return dataclasses.asdict(config)
+
+
+# --- Configs as command-line flags and TOML sections ----------------------------------------
+
+
+FLAG_TYPES = {"int": int, "float": float, "str": str, "bool": bool}  # annotation -> argparse type
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """The trailing comment of each field in the class source: the single source for --help."""
+    import inspect
+    import re
+
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    pattern = re.compile(r"^\s+(\w+):[^#\n]*#\s*(.+)$", re.MULTILINE)
+    return {name: comment.strip() for name, comment in pattern.findall(source)}
+
+
+def add_config_flags(
+    parser: Any, cls: type, skip: Iterable[str] = (), aliases: Mapping[str, str] | None = None
+) -> None:
+    """Add `--field-name` for every field of `cls` (help from its comment, default None so that
+    only flags actually given override the preset and the TOML file); `aliases` adds a second
+    spelling for some fields, e.g. {"beam_size": "--beam"}."""
+    import argparse
+
+    comments = field_comments(cls)
+    group = parser.add_argument_group(f"{cls.__name__} fields")
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        flags = ["--" + f.name.replace("_", "-")] + (
+            [aliases[f.name]] if f.name in (aliases or {}) else []
+        )
+        kind = FLAG_TYPES.get(f.type if isinstance(f.type, str) else f.type.__name__)
+        if kind is None:
+            raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {f.type!r}")
+        help_text = comments.get(f.name, "")
+        if kind is bool:
+            group.add_argument(
+                *flags,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                dest=f.name,
+                help=help_text,
+            )
+        else:
+            group.add_argument(
+                *flags,
+                type=kind,
+                default=None,
+                metavar=kind.__name__.upper(),
+                dest=f.name,
+                help=help_text,
+            )
+
+
+def flag_overrides(args: Any, cls: type) -> dict[str, Any]:
+    """The fields of `cls` that were given as flags."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in vars(args).items() if k in names and v is not None}
+
+
+def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Read a run file ([model], [train], ... tables); unknown tables are errors."""
+    import tomllib
+
+    from glassformer.errors import GlassformerError
+
+    sections = list(sections)
+    if path is None:
+        return {name: {} for name in sections}
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except FileNotFoundError:
+        raise GlassformerError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise GlassformerError(f"{path}: not valid TOML ({error})") from None
+    unknown = sorted(set(document) - set(sections))
+    if unknown:
+        raise GlassformerError(f"{path}: unknown table(s) {unknown}; expected {sections}")
+    return {name: document.get(name, {}) for name in sections}
+
+
+def merge_config(cls: type[ConfigT], *layers: Mapping[str, Any]) -> ConfigT:
+    """Build `cls` from dicts applied in order (preset, then TOML, then flags); unknown keys
+    and invalid values are errors naming the field."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    return config_from_dict(cls, merged)

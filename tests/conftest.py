@@ -14,6 +14,14 @@ from tests.helpers import MULTILINGUAL
 
 
 @pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prepared data goes to a temporary cache, never the user's ~/.cache."""
+    monkeypatch.setenv("GLASSFORMER_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(autouse=True)
 def seed_everything() -> None:
     random.seed(0)
     np.random.seed(0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -35,7 +36,8 @@ class TokenEmbedding(nn.Module):
         nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.weight[tokens] * self.multiplier  # (B, T) -> (B, T, D): one-hot @ table
+        x = F.embedding(tokens, self.weight)  # (B, T) -> (B, T, D): row lookup = one-hot @ table
+        return x * self.multiplier if self.multiplier != 1.0 else x
 
 
 class DeEmbedding(nn.Module):

@@ -73,9 +73,14 @@ class GPTConfig:
     def gpt2_small(cls) -> GPTConfig:
         """GPT-2 small (Radford et al. 2019): 124,439,808 parameters with the tied head."""
         return cls(
-            vocab_size=50257, max_len=1024, d_model=768, n_heads=12, n_layers=12, d_ff=3072,
+            vocab_size=50257,
+            max_len=1024,
+            d_model=768,
+            n_heads=12,
+            n_layers=12,
+            d_ff=3072,
             dropout=0.1,
-        )  # fmt: skip
+        )
 
 
 PRESETS = {"tiny": GPTConfig.tiny, "gpt2-small": GPTConfig.gpt2_small}
@@ -109,7 +114,7 @@ class GPT(nn.Module):
                 c.layer_norm_eps,
                 c.use_sdpa,
                 cross_attention=False,
-            )  # fmt: skip
+            )
             for _ in range(c.n_layers)
         ]
         final_norm = LayerNorm(c.d_model, c.layer_norm_eps) if c.norm_first else None

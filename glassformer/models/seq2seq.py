@@ -86,18 +86,28 @@ class Seq2SeqConfig:
     def tiny(cls, src_vocab_size: int = 32, tgt_vocab_size: int = 32) -> Seq2SeqConfig:
         """For tests and demos: trains in seconds on a CPU."""
         return cls(
-            tgt_vocab_size=tgt_vocab_size, src_vocab_size=src_vocab_size, max_src_len=64,
-            max_tgt_len=64, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
-            d_ff=64, dropout=0.0,
-        )  # fmt: skip
+            tgt_vocab_size=tgt_vocab_size,
+            src_vocab_size=src_vocab_size,
+            max_src_len=64,
+            max_tgt_len=64,
+            d_model=32,
+            n_heads=4,
+            n_encoder_layers=2,
+            n_decoder_layers=2,
+            d_ff=64,
+            dropout=0.0,
+        )
 
     @classmethod
     def paper_base(cls, vocab_size: int = 37000) -> Seq2SeqConfig:
         """The paper's base model: D 512, 8 heads (Dh 64), F 2048, 6 + 6 layers, shared vocab."""
         return cls(
-            tgt_vocab_size=vocab_size, src_vocab_size=vocab_size, share_embeddings=True,
-            max_src_len=512, max_tgt_len=512,
-        )  # fmt: skip
+            tgt_vocab_size=vocab_size,
+            src_vocab_size=vocab_size,
+            share_embeddings=True,
+            max_src_len=512,
+            max_tgt_len=512,
+        )
 
 
 PRESETS = {"tiny": Seq2SeqConfig.tiny, "paper-base": Seq2SeqConfig.paper_base}

@@ -135,27 +135,52 @@ def to_hf_json(tokenizer: BPETokenizer) -> dict[str, Any]:
         return "".join(byte_map[b] for b in tokenizer.vocab[token])
 
     added = [
-        {"id": token, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": False, "special": True}
+        {
+            "id": token,
+            "content": text,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for text, token in tokenizer.special_tokens.items()
-    ]  # fmt: skip
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                  "use_regex": False}  # fmt: skip
-    split = {"type": "Split", "pattern": {"Regex": tokenizer.pattern}, "behavior": "Isolated",
-             "invert": False}  # fmt: skip
+    ]
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": False,
+    }
+    split = {
+        "type": "Split",
+        "pattern": {"Regex": tokenizer.pattern},
+        "behavior": "Isolated",
+        "invert": False,
+    }
     model = {
-        "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-        "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": False,
+        "byte_fallback": False,
         "ignore_merges": False,
         "vocab": {as_text(token): token for token in range(len(tokenizer.vocab))},
         "merges": [[as_text(a), as_text(b)] for a, b in tokenizer.merges],
-    }  # fmt: skip
+    }
     return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
-        "post_processor": None, "decoder": byte_level, "model": model,
-    }  # fmt: skip
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": model,
+    }
 
 
 # --- tiktoken -------------------------------------------------------------------------------

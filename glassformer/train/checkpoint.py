@@ -83,14 +83,18 @@ def write_directory_atomically(directory: Path, write: Callable[[Path], None]) -
 
 
 def save_checkpoint(
-    model: nn.Module, directory: str | Path, metadata: dict[str, Any] | None = None
+    model: nn.Module,
+    directory: str | Path,
+    metadata: dict[str, Any] | None = None,
+    write_extra: Callable[[Path], None] | None = None,
 ) -> Path:
     """Write `model` (a GPT or Seq2SeqTransformer) as a checkpoint directory.
 
     Args:
         model: the (uncompiled) model; its `kind` and `config` go into config.json.
-        directory: created or replaced atomically.
+        directory: created or replaced atomically, extra files included.
         metadata: extra JSON-serialisable entries for config.json (e.g. the tokenizer used).
+        write_extra: writes more files into the directory being built (tokenizer, train state).
     """
     from safetensors.torch import save_file
 
@@ -102,6 +106,8 @@ def save_checkpoint(
     def write(tmp: Path) -> None:
         (tmp / CONFIG_FILE).write_text(json.dumps(header, indent=2) + "\n")
         save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format_version": "1"})
+        if write_extra is not None:
+            write_extra(tmp)
 
     write_directory_atomically(Path(directory), write)
     return Path(directory)

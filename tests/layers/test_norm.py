@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
-from glassformer.layers.norm import LayerNorm, RMSNorm
+from glassformer.layers.norm import LayerNorm, RMSNorm, layer_norm
 
 
-def test_layer_norm_equals_torch() -> None:
-    ours, theirs = LayerNorm(16, eps=1e-5), nn.LayerNorm(16, eps=1e-5)
+@pytest.mark.parametrize("written_out", [True, False])
+def test_layer_norm_equals_torch(written_out: bool) -> None:
+    ours = LayerNorm(16, eps=1e-5, written_out=written_out)
+    theirs = nn.LayerNorm(16, eps=1e-5)
     with torch.no_grad():
         for p in (theirs.weight, theirs.bias):
             p.normal_()
@@ -19,9 +22,16 @@ def test_layer_norm_equals_torch() -> None:
     torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-5, msg="LayerNorm")
 
 
+def test_written_out_layer_norm_equals_the_fused_kernel_in_float64() -> None:
+    x = torch.randn(4, 7, 32, dtype=torch.float64) * 3 + 1
+    weight, bias = torch.randn(32, dtype=torch.float64), torch.randn(32, dtype=torch.float64)
+    expected = torch.nn.functional.layer_norm(x, (32,), weight, bias, 1e-5)
+    torch.testing.assert_close(layer_norm(x, weight, bias, 1e-5), expected, atol=1e-12, rtol=0)
+
+
 def test_layer_norm_gives_mean_zero_std_one() -> None:
     x = torch.randn(4, 32, dtype=torch.float64) * 7 - 3
-    y = LayerNorm(32, eps=0.0).double()(x)
+    y = LayerNorm(32, eps=0.0, written_out=True).double()(x)
     torch.testing.assert_close(y.mean(-1), torch.zeros(4, dtype=torch.float64), atol=1e-10, rtol=0)
     torch.testing.assert_close(
         y.var(-1, unbiased=False), torch.ones(4, dtype=torch.float64), atol=1e-10, rtol=0

@@ -68,8 +68,15 @@ def test_gpt2_small_has_exactly_124_439_808_parameters_with_tied_head() -> None:
 
 @pytest.mark.parametrize("tie_weights", [False, True])
 def test_parameter_count_matches_closed_form(tie_weights: bool) -> None:
-    c = GPTConfig(vocab_size=50, max_len=16, d_model=24, n_heads=3, n_layers=3, d_ff=40,
-                  tie_weights=tie_weights)  # fmt: skip
+    c = GPTConfig(
+        vocab_size=50,
+        max_len=16,
+        d_model=24,
+        n_heads=3,
+        n_layers=3,
+        d_ff=40,
+        tie_weights=tie_weights,
+    )
     V, T, D, F_, L = c.vocab_size, c.max_len, c.d_model, c.d_ff, c.n_layers
     per_block = 4 * (D * D + D) + (D * F_ + F_) + (F_ * D + D) + 2 * 2 * D  # attn, ffn, 2 norms
     expected = V * D + T * D + L * per_block + 2 * D + (0 if tie_weights else V * D)

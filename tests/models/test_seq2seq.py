@@ -46,8 +46,11 @@ def test_padded_source_batch_equals_unpadded_rows(norm_first: bool) -> None:
 
 def test_fully_padded_source_gives_no_nan() -> None:
     model = tiny()
-    logits = model(torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long),
-                   source_lengths=torch.tensor([5, 0]))  # fmt: skip
+    logits = model(
+        torch.zeros(2, 5, dtype=torch.long),
+        torch.zeros(2, 3, dtype=torch.long),
+        source_lengths=torch.tensor([5, 0]),
+    )
     assert not logits.isnan().any()
 
 

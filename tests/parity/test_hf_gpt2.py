@@ -20,10 +20,18 @@ V, T = 97, 24
 
 def make_hf_model(**overrides: object) -> transformers.GPT2LMHeadModel:
     config = transformers.GPT2Config(
-        n_layer=2, n_head=4, n_embd=64, n_positions=T, vocab_size=V,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
+        n_layer=2,
+        n_head=4,
+        n_embd=64,
+        n_positions=T,
+        vocab_size=V,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
         **overrides,
-    )  # fmt: skip
+    )
     return transformers.GPT2LMHeadModel(config).eval()
 
 
@@ -49,9 +57,12 @@ def test_greedy_continuation_matches_hf_gpt2() -> None:
     prompt = torch.randint(0, V, (1, 5))
     with torch.no_grad():
         expected = hf.generate(
-            prompt, max_new_tokens=12, do_sample=False, pad_token_id=0,
+            prompt,
+            max_new_tokens=12,
+            do_sample=False,
+            pad_token_id=0,
             attention_mask=torch.ones_like(prompt),
-        )  # fmt: skip
+        )
         tokens = prompt
         for _ in range(12):
             next_token = ours(tokens)[:, -1].argmax(dim=-1, keepdim=True)

@@ -62,8 +62,10 @@ def test_tiktoken_from_the_exported_files(
     )
     settings = json.loads(settings_path.read_text())
     encoding = tiktoken.Encoding(
-        "ours", pat_str=settings["pat_str"], mergeable_ranks=load_tiktoken_bpe(str(ranks_path)),
+        "ours",
+        pat_str=settings["pat_str"],
+        mergeable_ranks=load_tiktoken_bpe(str(ranks_path)),
         special_tokens=settings["special_tokens"],
-    )  # fmt: skip
+    )
     for text in TEXTS:
         assert encoding.encode_ordinary(text) == multilingual_tokenizer.encode(text)

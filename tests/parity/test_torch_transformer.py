@@ -25,8 +25,14 @@ def block_args(norm_first: bool, use_sdpa: bool = True) -> dict:
 
 
 def torch_layer_args(norm_first: bool) -> dict:
-    return {"d_model": D, "nhead": H, "dim_feedforward": F, "dropout": 0.0, "batch_first": True,
-            "norm_first": norm_first}  # fmt: skip
+    return {
+        "d_model": D,
+        "nhead": H,
+        "dim_feedforward": F,
+        "dropout": 0.0,
+        "batch_first": True,
+        "norm_first": norm_first,
+    }
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -69,9 +75,15 @@ def test_decoder_block_matches_torch(norm_first: bool, use_sdpa: bool) -> None:
 def test_whole_encoder_decoder_matches_nn_transformer(norm_first: bool) -> None:
     n_layers = 2
     theirs = nn.Transformer(
-        d_model=D, nhead=H, num_encoder_layers=n_layers, num_decoder_layers=n_layers,
-        dim_feedforward=F, dropout=0.0, batch_first=True, norm_first=norm_first,
-    ).eval()  # fmt: skip
+        d_model=D,
+        nhead=H,
+        num_encoder_layers=n_layers,
+        num_decoder_layers=n_layers,
+        dim_feedforward=F,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=norm_first,
+    ).eval()
     # nn.Transformer ends each stack with a LayerNorm, whatever norm_first is.
     encoder = Encoder(
         [EncoderBlock(**block_args(norm_first)) for _ in range(n_layers)], LayerNorm(D)
@@ -90,9 +102,12 @@ def test_whole_encoder_decoder_matches_nn_transformer(norm_first: bool) -> None:
     source, target = torch.randn(3, 8, D), torch.randn(3, 5, D)
     keep = padding_mask(torch.tensor([8, 6, 3]), 8)
     expected = theirs(
-        source, target, tgt_mask=torch_causal_mask(5),
-        src_key_padding_mask=~keep, memory_key_padding_mask=~keep,
-    )  # fmt: skip
+        source,
+        target,
+        tgt_mask=torch_causal_mask(5),
+        src_key_padding_mask=~keep,
+        memory_key_padding_mask=~keep,
+    )
     attn_mask = key_padding_to_attn_mask(keep)
     actual = decoder(target, encoder(source, attn_mask), memory_mask=attn_mask)
     torch.testing.assert_close(actual, expected, **TOL, msg=f"norm_first={norm_first}")

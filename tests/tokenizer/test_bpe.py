@@ -37,8 +37,19 @@ def test_special_tokens_only_when_allowed() -> None:
     text = "aaab<eos><pad>"
     plain = tokenizer.encode(text)  # default: specials are ordinary text
     assert 259 not in plain and 260 not in plain
-    assert plain == [258, ord("<"), ord("e"), ord("o"), ord("s"), ord(">"), ord("<"), ord("p"),
-                     ord("a"), ord("d"), ord(">")]  # fmt: skip
+    assert plain == [
+        258,
+        ord("<"),
+        ord("e"),
+        ord("o"),
+        ord("s"),
+        ord(">"),
+        ord("<"),
+        ord("p"),
+        ord("a"),
+        ord("d"),
+        ord(">"),
+    ]
     assert tokenizer.encode(text, allowed_special="all") == [258, 260, 259]
     assert tokenizer.encode(text, allowed_special={"<eos>"})[:2] == [258, 260]
     assert 259 not in tokenizer.encode(text, allowed_special={"<eos>"})

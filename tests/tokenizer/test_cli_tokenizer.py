@@ -15,8 +15,22 @@ def trained(tmp_path: Path) -> Path:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(MULTILINGUAL * 3, encoding="utf-8")
     out = tmp_path / "tok.json"
-    assert main(["tokenizer", "train", str(corpus), "--vocab-size", "400", "--out", str(out),
-                 "--special", "<eos>"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "tokenizer",
+                "train",
+                str(corpus),
+                "--vocab-size",
+                "400",
+                "--out",
+                str(out),
+                "--special",
+                "<eos>",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -49,8 +63,11 @@ def test_bad_input_exits_2_with_one_line(
     args: list[str], message: str, trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     (tmp_path / "empty.txt").write_text("")
-    replace = {"EMPTY": str(tmp_path / "empty.txt"), "CORPUS": str(tmp_path / "corpus.txt"),
-               "TOK": str(trained)}  # fmt: skip
+    replace = {
+        "EMPTY": str(tmp_path / "empty.txt"),
+        "CORPUS": str(tmp_path / "corpus.txt"),
+        "TOK": str(trained),
+    }
     capsys.readouterr()
     assert main(["tokenizer", *[replace.get(a, a) for a in args]]) == 2
     err = capsys.readouterr().err

@@ -35,12 +35,17 @@ def test_bpe_save_load_round_trip(multilingual_tokenizer: BPETokenizer, tmp_path
         ("{", "not valid JSON"),
         ('{"merges": []}', "not a glassformer tokenizer file"),
         ('{"format": "glassformer.tokenizer", "format_version": 7}', "format_version=7"),
-        ('{"format": "glassformer.tokenizer", "format_version": 1, "type": "bpe", "pattern": '
-         '"gpt4", "merges": [[300, 1]]}', "uses an id not yet defined"),
-        ('{"format": "glassformer.tokenizer", "format_version": 1, "type": "wordpiece"}',
-         "type='wordpiece'"),
+        (
+            '{"format": "glassformer.tokenizer", "format_version": 1, "type": "bpe", "pattern": '
+            '"gpt4", "merges": [[300, 1]]}',
+            "uses an id not yet defined",
+        ),
+        (
+            '{"format": "glassformer.tokenizer", "format_version": 1, "type": "wordpiece"}',
+            "type='wordpiece'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_tokenizer_files_give_one_line_errors(
     tmp_path: Path, content: str | None, message: str
 ) -> None:

@@ -37,7 +37,7 @@ def gpt_dir(tmp_path: Path) -> Path:
                 n_decoder_layers=1,
                 d_ff=8,
             )
-        ),  # fmt: skip
+        ),
     ],
     ids=["gpt-tied", "gpt-untied", "seq2seq", "seq2seq-features"],
 )

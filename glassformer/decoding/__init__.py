@@ -1,0 +1,1 @@
+"""Decoding strategies, outside the models and shared by every task (see search.py)."""

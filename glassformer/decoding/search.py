@@ -1,0 +1,231 @@
+"""Greedy decoding, sampling and beam search, for any model behind one narrow interface.
+
+A model is driven through a `step` function: given the tokens not yet seen (B, T) and a KV
+cache, return logits (B, T, V) and update the cache. For a GPT that is
+`lambda tokens, cache: model(tokens, cache=cache)`; for an encoder-decoder it is
+`lambda tokens, cache: model.decode(tokens, memory, memory_padding, cache)`. The first call
+feeds the whole prompt (prefill), every later call one new token per row, so each step costs
+one position's work instead of the whole prefix.
+
+Rows that produce `eos_id` are finished: they keep receiving eos (so rows stay aligned) and
+decoding stops when every row has finished or after max_new_tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+
+from glassformer.configs import require_positive
+from glassformer.decoding.processors import (
+    apply_temperature,
+    suppress_tokens,
+    top_k_filter,
+    top_p_filter,
+)
+from glassformer.layers.kv_cache import KVCache
+
+Step = Callable[[torch.Tensor, KVCache], torch.Tensor]  # (B, T) tokens -> (B, T, V) logits
+OnToken = Callable[[torch.Tensor], None]  # receives each step's new tokens, (B,)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    max_new_tokens: int = 200  # tokens to generate at most (fewer if every row ends with eos)
+    temperature: float = 1.0  # sampling temperature; 0 = greedy (always the most likely token)
+    top_k: int = 0  # sample only among the k most likely tokens; 0 = no limit
+    top_p: float = 1.0  # sample only within the smallest set with this much probability
+    beam_size: int = 1  # > 1: beam search (deterministic; temperature, top-k, top-p unused)
+    length_penalty: float = 0.6  # GNMT alpha for beam search; 0 = compare raw log-probabilities
+    seed: int = 1337  # random seed for sampling
+
+    def __post_init__(self) -> None:
+        require_positive(self, "max_new_tokens", "beam_size")
+        if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
+            raise ValueError(
+                f"need temperature >= 0, top_k >= 0, 0 < top_p <= 1; got temperature="
+                f"{self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
+            )
+        if self.length_penalty < 0:
+            raise ValueError(f"length_penalty={self.length_penalty} must be >= 0")
+
+
+def decode_loop(
+    step: Step,
+    cache: KVCache,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    choose: Callable[[torch.Tensor], torch.Tensor],
+    eos_id: int | None = None,
+    on_token: OnToken | None = None,
+) -> torch.Tensor:
+    """Feed the prompt, then repeatedly choose a next token per row and feed it back.
+
+    Shapes:
+        prompt: (B, T0)   choose: (B, V) logits -> (B,) tokens   returns: (B, T0 + new)
+    """
+    tokens = prompt
+    finished = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+    logits = step(prompt, cache)[:, -1]  # (B, V): prefill, scores for the first new position
+    for _ in range(max_new_tokens):
+        next_tokens = choose(logits.float())  # (B,)
+        if eos_id is not None:
+            next_tokens = next_tokens.masked_fill(finished, eos_id)
+            finished |= next_tokens == eos_id
+        tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, T + 1)
+        if on_token is not None:
+            on_token(next_tokens)
+        if bool(finished.all()) or tokens.size(1) - prompt.size(1) == max_new_tokens:
+            break
+        logits = step(next_tokens[:, None], cache)[:, -1]  # (B, V): one new position
+    return tokens
+
+
+@torch.no_grad()
+def greedy(
+    step: Step,
+    cache: KVCache,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    eos_id: int | None = None,
+    suppress: Iterable[int] = (),
+    on_token: OnToken | None = None,
+) -> torch.Tensor:
+    """Always take the most likely next token (the article's "greedy" completion)."""
+    suppress = list(suppress)
+
+    def choose(logits: torch.Tensor) -> torch.Tensor:
+        return suppress_tokens(logits, suppress).argmax(dim=-1)
+
+    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token)
+
+
+@torch.no_grad()
+def sample(
+    step: Step,
+    cache: KVCache,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+    eos_id: int | None = None,
+    suppress: Iterable[int] = (),
+    on_token: OnToken | None = None,
+) -> torch.Tensor:
+    """Draw each next token from softmax(filtered logits / temperature)."""
+    suppress = list(suppress)
+
+    def choose(logits: torch.Tensor) -> torch.Tensor:
+        logits = suppress_tokens(apply_temperature(logits, temperature), suppress)
+        logits = top_p_filter(top_k_filter(logits, top_k), top_p)
+        probs = logits.softmax(dim=-1)  # (B, V)
+        return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+
+    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token)
+
+
+def gnmt_length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
+    """((5 + length) / 6) ** alpha, Wu et al. (2016), Eq. (14); divides a hypothesis's
+    log-probability so longer hypotheses are not punished merely for having more terms."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    step: Step,
+    cache: KVCache,
+    prompt: torch.Tensor,
+    beam_size: int,
+    max_new_tokens: int,
+    eos_id: int | None = None,
+    length_penalty: float = 0.6,
+    suppress: Iterable[int] = (),
+) -> torch.Tensor:
+    """Keep the beam_size best partial hypotheses per row; return each row's best.
+
+    Hypotheses are ranked by their summed log-probability while searching; a finished one
+    (ended with eos) keeps its score and its slot. At the end each row's beams are compared by
+    score / gnmt_length_penalty(generated length, alpha), and the best one is returned.
+    `step` receives B * beam_size rows: row b * beam_size + k is beam k of input row b (an
+    encoder-decoder's memory must be repeated the same way, with repeat_interleave).
+
+    Shapes:
+        prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends
+    """
+    B, T0 = prompt.shape
+    K = beam_size
+    suppress = list(suppress)
+    tokens = prompt.repeat_interleave(K, dim=0)  # (B*K, T0)
+    scores = torch.full((B, K), float("-inf"), device=prompt.device)
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    finished = torch.zeros(B * K, dtype=torch.bool, device=prompt.device)
+    lengths = torch.zeros(B * K, device=prompt.device)
+    logits = step(tokens, cache)[:, -1]  # (B*K, V)
+    for _ in range(max_new_tokens):
+        log_probs = suppress_tokens(logits.float(), suppress).log_softmax(dim=-1)  # (B*K, V)
+        if eos_id is not None:  # a finished hypothesis can only extend with eos, at no cost
+            log_probs[finished] = float("-inf")
+            log_probs[finished, eos_id] = 0.0
+        V = log_probs.size(-1)
+        candidates = scores.view(B * K, 1) + log_probs  # (B*K, V)
+        scores, flat = candidates.view(B, K * V).topk(K, dim=-1)  # (B, K) best continuations
+        beam = flat // V  # (B, K): which beam each continuation extends
+        rows = (beam + torch.arange(B, device=prompt.device)[:, None] * K).view(-1)  # (B*K,)
+        next_tokens = (flat % V).view(-1)  # (B*K,)
+        cache.reorder(rows)
+        tokens = torch.cat([tokens[rows], next_tokens[:, None]], dim=1)  # (B*K, T + 1)
+        lengths = lengths[rows] + (~finished[rows]).float()
+        finished = finished[rows] | (next_tokens == eos_id if eos_id is not None else False)
+        if bool(finished.all()):
+            break
+        logits = step(next_tokens[:, None], cache)[:, -1]  # (B*K, V)
+    normalized = scores / gnmt_length_penalty(lengths.view(B, K), length_penalty)  # (B, K)
+    best = normalized.argmax(dim=-1) + torch.arange(B, device=prompt.device) * K  # (B,)
+    return tokens[best]
+
+
+def generate(
+    step: Step,
+    cache: KVCache,
+    prompt: torch.Tensor,
+    config: DecodeConfig,
+    eos_id: int | None = None,
+    suppress: Iterable[int] = (),
+    on_token: OnToken | None = None,
+) -> torch.Tensor:
+    """Dispatch on the config: beam search, greedy (temperature 0) or sampling.
+
+    Shapes:
+        prompt: (B, T0)   returns: (B, T0 + new)
+    """
+    if config.beam_size > 1:
+        return beam_search(
+            step,
+            cache,
+            prompt,
+            config.beam_size,
+            config.max_new_tokens,
+            eos_id,
+            config.length_penalty,
+            suppress,
+        )
+    if config.temperature == 0:
+        return greedy(step, cache, prompt, config.max_new_tokens, eos_id, suppress, on_token)
+    generator = torch.Generator(device=prompt.device).manual_seed(config.seed)
+    return sample(
+        step,
+        cache,
+        prompt,
+        config.max_new_tokens,
+        config.temperature,
+        config.top_k,
+        config.top_p,
+        generator,
+        eos_id,
+        suppress,
+        on_token,
+    )

@@ -1,0 +1,127 @@
+"""Token files on disk and random blocks from them, for language-model training.
+
+Text is tokenized once into a flat binary file of ids (uint16 when the vocabulary fits, else
+uint32), read back as a numpy memory map: a corpus larger than memory is paged in as blocks are
+sampled, never loaded whole. The first part of the stream is for training, the last part for
+validation (nanoGPT's split). Prepared files are cached under a key made of the tokenizer and
+the source files' paths, sizes and modification times, so a second run starts at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+TOKENS_FILE = "tokens.bin"
+META_FILE = "meta.json"
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned type that holds every id."""
+    return np.dtype(np.uint16) if vocab_size <= 1 << 16 else np.dtype(np.uint32)
+
+
+@dataclass(frozen=True)
+class TokenData:
+    """A prepared token file: the memory map and where validation starts."""
+
+    tokens: np.ndarray  # (n,) memory-mapped ids
+    n_train: int  # ids [0, n_train) are for training, the rest for validation
+    val_bytes: int  # UTF-8 bytes the validation ids stand for (for bits per byte)
+
+    @property
+    def train(self) -> np.ndarray:
+        return self.tokens[: self.n_train]
+
+    @property
+    def val(self) -> np.ndarray:
+        return self.tokens[self.n_train :]
+
+
+def cache_key(files: Iterable[Path], tokenizer_json: dict, val_fraction: float) -> str:
+    """Changes whenever the tokenizer, the split or any source file (path, size, mtime) does."""
+    digest = hashlib.sha256(json.dumps(tokenizer_json, sort_keys=True).encode())
+    digest.update(repr(val_fraction).encode())
+    for path in files:
+        stat = path.stat()
+        digest.update(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def write_token_file(directory: Path, id_chunks: Iterable[list[int]], dtype: np.dtype) -> int:
+    """Stream ids into directory/tokens.bin through a temporary file; returns how many."""
+    directory.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=".tokens.", dir=directory)  # concurrent writers are safe
+    count = 0
+    try:
+        with os.fdopen(handle, "wb") as file:
+            for ids in id_chunks:
+                np.asarray(ids, dtype=dtype).tofile(file)
+                count += len(ids)
+        os.replace(tmp, directory / TOKENS_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def open_token_data(directory: Path) -> TokenData:
+    meta = json.loads((directory / META_FILE).read_text())
+    tokens = np.memmap(directory / TOKENS_FILE, dtype=np.dtype(meta["dtype"]), mode="r")
+    return TokenData(tokens, meta["n_train"], meta["val_bytes"])
+
+
+def prepare_token_data(
+    files: list[Path], tokenizer, cache_root: Path, val_fraction: float = 0.1
+) -> TokenData:  # noqa: ANN001 - any Tokenizer
+    """Tokenize `files` into a cached token file (or reuse the cached one)."""
+    from glassformer.tokenizer.training import read_text_blocks
+
+    directory = cache_root / cache_key(files, tokenizer.to_json(), val_fraction)
+    if (directory / META_FILE).is_file():
+        return open_token_data(directory)
+    dtype = token_dtype(tokenizer.vocab_size)
+    chunks = (
+        tokenizer.encode_ordinary(block) for path in files for block in read_text_blocks(path)
+    )
+    count = write_token_file(directory, chunks, dtype)
+    n_train = int(count * (1 - val_fraction))
+    if n_train < 2 or count - n_train < 2:
+        raise ValueError(f"the corpus has only {count} tokens: too few to split for validation")
+    tokens = np.memmap(directory / TOKENS_FILE, dtype=dtype, mode="r")
+    val_bytes = len(tokenizer.decode_bytes(tokens[n_train:].tolist()))
+    meta = {
+        "dtype": dtype.name,
+        "n_tokens": count,
+        "n_train": n_train,
+        "val_bytes": val_bytes,
+        "files": [str(p) for p in files],
+    }
+    tmp = directory / f".{META_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(meta, indent=1) + "\n")
+    os.replace(tmp, directory / META_FILE)  # last: its presence means the cache entry is whole
+    return open_token_data(directory)
+
+
+def sample_blocks(
+    tokens: np.ndarray, batch_size: int, block_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of block_size + 1 ids: inputs and the same shifted by one (targets).
+
+    Shapes:
+        returns: x (B, T), y (B, T) int64, with y[:, t] = x[:, t + 1] along the stream
+    """
+    if len(tokens) <= block_size:
+        raise ValueError(f"{len(tokens)} tokens cannot fill one block of {block_size} + 1")
+    starts = torch.randint(len(tokens) - block_size, (batch_size,), generator=generator)  # (B,)
+    index = starts.numpy()[:, None] + np.arange(block_size + 1)  # (B, T + 1)
+    window = torch.from_numpy(tokens[index].astype(np.int64))  # (B, T + 1)
+    return window[:, :-1], window[:, 1:]

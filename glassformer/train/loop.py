@@ -1,0 +1,292 @@
+"""The training loop: one readable function, in nanoGPT's order.
+
+    batch -> forward -> loss -> backward -> clip -> step -> schedule -> log -> eval -> checkpoint
+
+It knows nothing about text, speech or translation: a TrainTask supplies batches and the loss
+(tasks/textgen.py, ...). Everything a run produces goes under its output directory:
+
+    OUT/last/          checkpoint + optimizer, RNG and progress state (resume from here)
+    OUT/best/          checkpoint with the lowest validation loss so far
+    OUT/metrics.jsonl  one row per step (train loss, lr, tokens/s) and per evaluation
+    OUT/loss.png       the loss curve, redrawn at every evaluation
+
+Checkpoints are written atomically; a NaN or infinite loss stops the run before the optimizer
+step, so OUT/last still holds the last good state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from glassformer.configs import require_choice, require_positive
+from glassformer.errors import GlassformerError
+from glassformer.train import distributed, schedule
+from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
+from glassformer.train.curves import MetricsLog, plot_loss_curve
+from glassformer.train.state import read_train_state, write_train_state
+
+Batch = tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 2000  # optimizer steps in the whole run
+    batch_size: int = 12  # sequences per optimizer step, over all processes and micro-batches
+    grad_accum: int = 1  # micro-batches per step (batch_size must divide evenly)
+    lr: float = 1e-3  # peak learning rate (for inverse_sqrt: a multiplier of the paper's curve)
+    min_lr: float = 1e-4  # learning rate at the end of the cosine decay
+    schedule: str = "cosine"  # cosine | inverse_sqrt (the paper) | constant
+    warmup_steps: int = 100  # linear warmup steps
+    weight_decay: float = 0.1  # AdamW decoupled decay, on matrices and embeddings only
+    beta1: float = 0.9  # AdamW first-moment decay
+    beta2: float = 0.99  # AdamW second-moment decay; 0.98 in the paper, 0.999 torch default
+    adam_eps: float = 1e-8  # AdamW epsilon; 1e-9 in the paper
+    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
+    label_smoothing: float = 0.0  # spread this much target probability uniformly; 0.1 paper
+    eval_every: int = 250  # steps between validation evaluations
+    eval_batches: int = 20  # batches per evaluation (the same batches every time)
+    checkpoint_every: int = 500  # steps between checkpoints of OUT/last
+    seed: int = 1337  # seeds weights, dropout and data sampling
+    device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
+
+    def __post_init__(self) -> None:
+        require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
+        require_positive(self, "checkpoint_every")
+        require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
+        require_choice(self, "precision", ["auto", "bf16", "fp32"])
+        if self.batch_size % self.grad_accum:
+            raise ValueError(
+                f"batch_size={self.batch_size} is not divisible by grad_accum={self.grad_accum}"
+            )
+
+
+class TrainTask(Protocol):
+    """What the loop needs from a task."""
+
+    def get_batch(self, split: str, generator: torch.Generator) -> Batch:
+        """A global batch ("train" or "val"); tensors with the batch on dimension 0."""
+
+    def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
+        """Mean loss per target token of `batch`."""
+
+    def count_tokens(self, batch: Batch) -> int:
+        """Target tokens in `batch` (for tokens/s)."""
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        """Entries for each checkpoint's config.json."""
+
+    def write_files(self, directory: Path) -> None:
+        """Files each checkpoint needs besides the weights (the tokenizer)."""
+
+    def extra_metrics(self, val_loss: float) -> dict[str, float]:
+        """More validation figures derived from the loss (e.g. bits per byte)."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    step: int  # the last step trained
+    train_loss: float  # loss of the last step
+    val_loss: float  # validation loss at the end
+    best_val_loss: float  # lowest validation loss seen
+    tokens_per_second: float  # training throughput of this process's run
+    seconds: float  # wall-clock time of this call
+
+
+class TrainingDiverged(GlassformerError):
+    """The loss became NaN or infinite."""
+
+
+def learning_rate(config: TrainConfig, step: int, d_model: int) -> float:
+    if config.schedule == "cosine":
+        return schedule.warmup_cosine(
+            step, config.lr, config.min_lr, config.warmup_steps, config.steps
+        )
+    if config.schedule == "inverse_sqrt":
+        return schedule.inverse_sqrt(step, d_model, config.warmup_steps, config.lr)
+    return schedule.constant(step, config.lr, config.warmup_steps)
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices and embeddings (dim >= 2), none on biases and norms.
+
+    Uses torch's fused AdamW kernel (one kernel for all parameters instead of a few per tensor).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": config.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    betas = (config.beta1, config.beta2)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=betas, eps=config.adam_eps, fused=True)
+
+
+def resolve_device(name: str, ctx: distributed.Distributed) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and ctx.world_size > 1:
+        name = f"cuda:{ctx.local_rank}"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GlassformerError(f"device={name!r} but CUDA is not available here")
+    return torch.device(name)
+
+
+def autocast_context(
+    config: TrainConfig, device: torch.device
+) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA by default; never by default on CPU (bf16 matmul is ~100x slower)."""
+    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
+    if not use_bf16:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    task: TrainTask,
+    config: TrainConfig,
+    device: torch.device,
+    ctx: distributed.Distributed,
+) -> float:
+    """Mean validation loss over `eval_batches` batches, the same batches at every call."""
+    model.eval()
+    generator = torch.Generator().manual_seed(config.seed + 1)
+    total = torch.zeros((), device=device)
+    for _ in range(config.eval_batches):
+        batch = distributed.local_rows(task.get_batch("val", generator), ctx)
+        with autocast_context(config, device):
+            total += task.loss(model, tuple(t.to(device) for t in batch), 0.0).float()
+    model.train()
+    return distributed.mean_over_ranks(total / config.eval_batches, ctx).item()
+
+
+def train(
+    model: nn.Module,
+    task: TrainTask,
+    config: TrainConfig,
+    out: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+) -> TrainResult:
+    """Train `model` on `task` for config.steps optimizer steps, writing under `out`."""
+    from tqdm import tqdm
+
+    out = Path(out)
+    wants_cuda = config.device.startswith("cuda") or (
+        config.device == "auto" and torch.cuda.is_available()
+    )
+    ctx = distributed.init_distributed("cuda" if wants_cuda else "cpu")
+    device = resolve_device(config.device, ctx)
+    model.to(device).train()
+    optimizer = make_optimizer(model, config)
+    data_generator = torch.Generator().manual_seed(config.seed)
+    step, best_val, val_loss = 0, math.inf, math.inf
+    if resume:
+        last = out / "last"
+        model.load_state_dict(load_checkpoint(last).state_dict())
+        saved = read_train_state(last, optimizer, data_generator)
+        step, best_val, val_loss = saved["step"], saved["best_val_loss"], saved["val_loss"]
+    wrapped = model
+    if ctx.world_size > 1:
+        device_ids = [device.index] if device.type == "cuda" else None
+        wrapped = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    log = MetricsLog(out / "metrics.jsonl", step if resume else None) if ctx.is_main else None
+
+    def save(directory: Path, with_state: bool) -> None:
+        progress_state = {"step": step, "best_val_loss": best_val, "val_loss": val_loss}
+
+        def write_extra(tmp: Path) -> None:
+            task.write_files(tmp)
+            if with_state:
+                write_train_state(tmp, optimizer, data_generator, progress_state)
+
+        if ctx.is_main:
+            metadata = {**task.checkpoint_metadata(), "train": config.__dict__, "step": step}
+            save_checkpoint(model, directory, metadata, write_extra)
+        distributed.barrier(ctx)
+
+    d_model = model.config.d_model
+    micro_batches = config.grad_accum
+    bar = tqdm(
+        total=config.steps,
+        initial=step,
+        disable=not (progress and ctx.is_main),
+        dynamic_ncols=True,
+        unit="step",
+    )
+    start, tokens_seen, loss_value = time.perf_counter(), 0, math.nan
+    while step < config.steps:
+        step_start = time.perf_counter()
+        lr = learning_rate(config, step, d_model)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = distributed.local_rows(
+            task.get_batch("train", data_generator), ctx
+        )  # this rank's rows
+        loss_sum = torch.zeros((), device=device)
+        for index, micro in enumerate(zip(*(t.chunk(micro_batches) for t in batch), strict=True)):
+            sync = index == micro_batches - 1 or ctx.world_size == 1
+            with (
+                contextlib.nullcontext() if sync else wrapped.no_sync(),
+                autocast_context(config, device),
+            ):
+                loss = task.loss(
+                    wrapped, tuple(t.to(device) for t in micro), config.label_smoothing
+                )
+            (loss / micro_batches).backward()
+            loss_sum += loss.detach().float() / micro_batches
+        loss_value = distributed.mean_over_ranks(loss_sum, ctx).item()
+        if not math.isfinite(loss_value):
+            raise TrainingDiverged(
+                f"loss became {loss_value} at step {step + 1}; stopped before updating weights. "
+                f"The last good checkpoint is {out / 'last'}; try a lower --lr or --grad-clip"
+            )
+        if config.grad_clip > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+
+        step_tokens = task.count_tokens(batch) * ctx.world_size
+        tokens_seen += step_tokens
+        tokens_per_second = step_tokens / (time.perf_counter() - step_start)
+        if log is not None:
+            log.write(
+                {
+                    "step": step,
+                    "train_loss": loss_value,
+                    "lr": lr,
+                    "tokens_per_s": tokens_per_second,
+                }
+            )
+            bar.set_postfix(
+                loss=f"{loss_value:.4f}", tok_s=f"{tokens_per_second:,.0f}", refresh=False
+            )
+            bar.update()
+        if step % config.eval_every == 0 or step == config.steps:
+            val_loss = evaluate(model, task, config, device, ctx)
+            if log is not None:
+                perplexity = math.exp(min(val_loss, 50.0))
+                row = {"step": step, "val_loss": val_loss, "val_ppl": perplexity}
+                log.write({**row, **task.extra_metrics(val_loss)})
+                bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}")
+                plot_loss_curve(log.read(), out / "loss.png")
+            if val_loss < best_val:
+                best_val = val_loss
+                save(out / "best", with_state=False)
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            save(out / "last", with_state=True)
+    bar.close()
+    seconds = time.perf_counter() - start
+    return TrainResult(
+        step, loss_value, val_loss, best_val, tokens_seen / max(seconds, 1e-9), seconds
+    )

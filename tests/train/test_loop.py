@@ -1,0 +1,162 @@
+"""The training loop: exact resume, NaN stop, accumulation, records written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from glassformer.models.gpt import GPT, GPTConfig
+from glassformer.train.checkpoint import load_checkpoint
+from glassformer.train.loop import TrainConfig, TrainingDiverged, train
+
+V, T = 16, 8
+
+
+class CountingTask:
+    """Sequences that count up modulo V: a task a tiny GPT learns quickly."""
+
+    def __init__(
+        self, batch_size: int, nan_at_call: int | None = None, kill_at_batch: int | None = None
+    ) -> None:
+        self.batch_size, self.nan_at_call, self.calls = batch_size, nan_at_call, 0
+        self.kill_at_batch, self.train_batches = kill_at_batch, 0
+
+    def get_batch(self, split: str, generator: torch.Generator):  # noqa: ANN201
+        if split == "train":
+            self.train_batches += 1
+            if self.train_batches == self.kill_at_batch:
+                raise KeyboardInterrupt  # as if the process were killed here
+        starts = torch.randint(0, V, (self.batch_size, 1), generator=generator)
+        window = (starts + torch.arange(T + 1)) % V  # (B, T + 1)
+        return window[:, :-1], window[:, 1:]
+
+    def loss(self, model, batch, label_smoothing):  # noqa: ANN001, ANN201
+        self.calls += 1
+        x, y = batch
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), label_smoothing=label_smoothing)
+        return loss * float("nan") if self.calls == self.nan_at_call else loss
+
+    def count_tokens(self, batch) -> int:  # noqa: ANN001
+        return batch[0].numel()
+
+    def checkpoint_metadata(self) -> dict:
+        return {"task": "counting"}
+
+    def write_files(self, directory: Path) -> None:
+        (directory / "extra.txt").write_text("written with every checkpoint")
+
+    def extra_metrics(self, val_loss: float) -> dict:
+        return {}
+
+
+def make_model(dropout: float = 0.1) -> GPT:
+    torch.manual_seed(1234)
+    return GPT(
+        GPTConfig(
+            vocab_size=V, max_len=T, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=dropout
+        )
+    )
+
+
+def config(**overrides) -> TrainConfig:  # noqa: ANN003
+    base = {
+        "steps": 20,
+        "batch_size": 4,
+        "lr": 3e-3,
+        "warmup_steps": 3,
+        "eval_every": 5,
+        "eval_batches": 2,
+        "checkpoint_every": 10,
+        "device": "cpu",
+    }
+    return TrainConfig(**{**base, **overrides})
+
+
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path: Path) -> None:
+    straight = make_model()
+    train(straight, CountingTask(4), config(), tmp_path / "straight", progress=False)
+
+    interrupted = make_model()
+    with pytest.raises(KeyboardInterrupt):  # killed while starting step 11
+        train(
+            interrupted,
+            CountingTask(4, kill_at_batch=11),
+            config(),
+            tmp_path / "split",
+            progress=False,
+        )
+    resumed = make_model()  # a fresh process would build the model anew, then resume
+    torch.manual_seed(999)  # and its global RNG would be anything: resume must restore it
+    train(resumed, CountingTask(4), config(), tmp_path / "split", resume=True, progress=False)
+
+    for (name, a), (_, b) in zip(
+        straight.state_dict().items(), resumed.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), f"{name} differs after resume"
+    rows = [json.loads(line) for line in (tmp_path / "split" / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if "train_loss" in r] == list(range(1, 21))
+
+
+def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(
+    tmp_path: Path,
+) -> None:
+    model = make_model(dropout=0.0)
+    task = CountingTask(4, nan_at_call=9)  # calls: steps 1-5, 2 for the evaluation, steps 6, 7
+    with pytest.raises(TrainingDiverged, match="loss became nan at step 7"):
+        train(model, task, config(checkpoint_every=2), tmp_path, progress=False)
+    saved = json.loads((tmp_path / "last" / "train_state.json").read_text())
+    assert saved["step"] == 6
+    assert load_checkpoint(tmp_path / "last").config == model.config
+
+
+def test_gradient_accumulation_matches_one_big_batch(tmp_path: Path) -> None:
+    losses = []
+    for accum in (1, 2):
+        model = make_model(dropout=0.0)
+        train(
+            model,
+            CountingTask(8),
+            config(batch_size=8, grad_accum=accum, steps=6),
+            tmp_path / str(accum),
+            progress=False,
+        )
+        rows = (tmp_path / str(accum) / "metrics.jsonl").read_text().splitlines()
+        losses.append([json.loads(r)["train_loss"] for r in rows if "train_loss" in r])
+    assert losses[0] == pytest.approx(losses[1], abs=1e-5)
+
+
+def test_run_writes_best_last_metrics_and_curve_and_learns(tmp_path: Path) -> None:
+    result = train(
+        make_model(dropout=0.0),
+        CountingTask(8),
+        config(steps=60, batch_size=8, lr=1e-2),
+        tmp_path,
+        progress=False,
+    )
+    assert result.step == 60 and result.val_loss < 1.0, result
+    for name in (
+        "best/model.safetensors",
+        "best/extra.txt",
+        "last/optimizer.safetensors",
+        "last/rng.safetensors",
+        "metrics.jsonl",
+        "loss.png",
+    ):
+        assert (tmp_path / name).is_file(), name
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").open()]
+    evals = [r for r in rows if "val_loss" in r]
+    assert [r["step"] for r in evals] == [5 * k for k in range(1, 13)]
+    assert all(r["val_ppl"] == pytest.approx(2.718281828 ** r["val_loss"]) for r in evals)
+    header = json.loads((tmp_path / "last" / "config.json").read_text())
+    assert header["train"]["steps"] == 60 and header["task"] == "counting"
+
+
+def test_train_config_validation() -> None:
+    with pytest.raises(ValueError, match="batch_size=10 is not divisible by grad_accum=3"):
+        TrainConfig(batch_size=10, grad_accum=3)
+    with pytest.raises(ValueError, match="schedule='linear'"):
+        TrainConfig(schedule="linear")
