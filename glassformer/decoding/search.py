@@ -9,6 +9,11 @@ one position's work instead of the whole prefix.
 
 Rows that produce `eos_id` are finished: they keep receiving eos (so rows stay aligned) and
 decoding stops when every row has finished or after max_new_tokens.
+
+A model sees at most `context` positions (its max_len). Greedy decoding and sampling may go on
+past that: when the cache is full it is cleared and refilled from the last context // 2
+tokens, so each later token still sees between context // 2 and context tokens of history
+(one prefill every context // 2 tokens, instead of recomputing the whole window every token).
 """
 
 from __future__ import annotations
@@ -60,12 +65,15 @@ def decode_loop(
     choose: Callable[[torch.Tensor], torch.Tensor],
     eos_id: int | None = None,
     on_token: OnToken | None = None,
+    context: int | None = None,
 ) -> torch.Tensor:
     """Feed the prompt, then repeatedly choose a next token per row and feed it back.
 
     Shapes:
         prompt: (B, T0)   choose: (B, V) logits -> (B,) tokens   returns: (B, T0 + new)
     """
+    if context is not None and prompt.size(1) > context:
+        raise ValueError(f"the prompt has {prompt.size(1)} tokens; the context is {context}")
     tokens = prompt
     finished = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
     logits = step(prompt, cache)[:, -1]  # (B, V): prefill, scores for the first new position
@@ -79,7 +87,11 @@ def decode_loop(
             on_token(next_tokens)
         if bool(finished.all()) or tokens.size(1) - prompt.size(1) == max_new_tokens:
             break
-        logits = step(next_tokens[:, None], cache)[:, -1]  # (B, V): one new position
+        if context is not None and cache.seq_len >= context:  # full: refill from the recent half
+            cache.clear()
+            logits = step(tokens[:, -(context // 2) :], cache)[:, -1]
+        else:
+            logits = step(next_tokens[:, None], cache)[:, -1]  # (B, V): one new position
     return tokens
 
 
@@ -92,6 +104,7 @@ def greedy(
     eos_id: int | None = None,
     suppress: Iterable[int] = (),
     on_token: OnToken | None = None,
+    context: int | None = None,
 ) -> torch.Tensor:
     """Always take the most likely next token (the article's "greedy" completion)."""
     suppress = list(suppress)
@@ -99,7 +112,7 @@ def greedy(
     def choose(logits: torch.Tensor) -> torch.Tensor:
         return suppress_tokens(logits, suppress).argmax(dim=-1)
 
-    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token)
+    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token, context)
 
 
 @torch.no_grad()
@@ -115,6 +128,7 @@ def sample(
     eos_id: int | None = None,
     suppress: Iterable[int] = (),
     on_token: OnToken | None = None,
+    context: int | None = None,
 ) -> torch.Tensor:
     """Draw each next token from softmax(filtered logits / temperature)."""
     suppress = list(suppress)
@@ -125,7 +139,7 @@ def sample(
         probs = logits.softmax(dim=-1)  # (B, V)
         return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
 
-    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token)
+    return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token, context)
 
 
 def gnmt_length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -196,25 +210,34 @@ def generate(
     eos_id: int | None = None,
     suppress: Iterable[int] = (),
     on_token: OnToken | None = None,
+    context: int | None = None,
 ) -> torch.Tensor:
     """Dispatch on the config: beam search, greedy (temperature 0) or sampling.
+
+    `context` (the model's max_len) lets greedy decoding and sampling run past the model's
+    window (see the module docstring); beam search stops at the window.
 
     Shapes:
         prompt: (B, T0)   returns: (B, T0 + new)
     """
     if config.beam_size > 1:
+        new_tokens = config.max_new_tokens
+        if context is not None:
+            new_tokens = min(new_tokens, context - prompt.size(1))
         return beam_search(
             step,
             cache,
             prompt,
             config.beam_size,
-            config.max_new_tokens,
+            new_tokens,
             eos_id,
             config.length_penalty,
             suppress,
         )
     if config.temperature == 0:
-        return greedy(step, cache, prompt, config.max_new_tokens, eos_id, suppress, on_token)
+        return greedy(
+            step, cache, prompt, config.max_new_tokens, eos_id, suppress, on_token, context
+        )
     generator = torch.Generator(device=prompt.device).manual_seed(config.seed)
     return sample(
         step,
@@ -228,4 +251,5 @@ def generate(
         eos_id,
         suppress,
         on_token,
+        context,
     )

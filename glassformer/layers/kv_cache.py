@@ -72,6 +72,11 @@ class KVCache:
         """Positions already decoded (the offset of the next position)."""
         return self.self_attn[0].seq_len
 
+    def clear(self) -> None:
+        """Forget every layer's keys and values (to re-prefill a shifted context window)."""
+        for cache in self.self_attn + (self.cross_attn or []):
+            cache.k = cache.v = None
+
     def reorder(self, index: torch.Tensor) -> None:
         """Keep batch rows `index` in every layer's cache (beam search)."""
         for cache in self.self_attn + (self.cross_attn or []):

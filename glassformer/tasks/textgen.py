@@ -13,9 +13,10 @@ from __future__ import annotations
 import codecs
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +30,9 @@ from glassformer.train.data import TokenData, prepare_token_data, sample_blocks
 from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
 
 TOKENIZER_FILE = "tokenizer.json"
+
+if TYPE_CHECKING:
+    from glassformer.decoding.search import DecodeConfig
 
 
 @dataclass(frozen=True)
@@ -227,28 +231,24 @@ def generate_text(
     model: GPT,
     tokenizer: Tokenizer,
     prompt: str,
-    config,  # noqa: ANN001
-    stream=None,
-) -> str:  # noqa: ANN001 - DecodeConfig, a file's write
-    """Complete `prompt`; with `stream`, write each piece of text as soon as it is decoded."""
+    config: DecodeConfig,
+    stream: Callable[[str], object] | None = None,
+) -> str:
+    """Complete `prompt`; with `stream`, write each piece of text as soon as it is decoded.
+
+    A prompt longer than the model's context keeps only its last max_len - 1 tokens (the
+    model cannot see more); generation itself may run past the context window.
+    """
     from glassformer.decoding.search import generate
 
     device = next(model.parameters()).device
-    ids = tokenizer.encode(prompt) or [0]
-    room = model.config.max_len - len(ids)
-    if room < 1:
-        raise GlassformerError(
-            f"the prompt is {len(ids)} tokens; the model's context is {model.config.max_len}"
-        )
-    if config.max_new_tokens > room:
-        config = type(config)(**{**config.__dict__, "max_new_tokens": room})
+    context = model.config.max_len
+    ids = (tokenizer.encode(prompt) or tokenizer.encode("\n") or [0])[-(context - 1) :]
+    streaming = stream is not None and config.beam_size == 1
+    on_token = TextStream(tokenizer, stream) if streaming else None
     prompt_ids = torch.tensor([ids], device=device)
-    on_token = (
-        TextStream(tokenizer, stream) if stream is not None and config.beam_size == 1 else None
-    )
-    out = generate(
-        lambda t, c: model(t, cache=c), model.new_cache(), prompt_ids, config, on_token=on_token
-    )
+    step = lambda tokens, cache: model(tokens, cache=cache)  # noqa: E731
+    out = generate(step, model.new_cache(), prompt_ids, config, on_token=on_token, context=context)
     return tokenizer.decode(out[0, len(ids) :].tolist())
 
 

@@ -3,6 +3,8 @@ and beam search beats greedy where greedy is short-sighted."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 import torch
 
@@ -119,3 +121,24 @@ def test_decode_config_validation() -> None:
         DecodeConfig(top_p=0.0)
     with pytest.raises(ValueError, match="beam_size=0"):
         DecodeConfig(beam_size=0)
+
+
+def test_generation_runs_past_the_context_window(model: GPT) -> None:
+    """max_len is 64: after the window fills, the cache is refilled from the last 32 tokens
+    every 32 new tokens (3 times for 150 new tokens after a 10-token prompt)."""
+    prompt = torch.randint(1, 32, (1, 10))
+    step = gpt_step(model)
+    within = greedy(step, model.new_cache(), prompt, 54)  # fills the window exactly
+    cache = model.new_cache()
+    sizes = []
+
+    def watched(tokens: torch.Tensor, c: KVCache) -> torch.Tensor:
+        out = step(tokens, c)
+        sizes.append(c.seq_len)
+        return out
+
+    long = greedy(watched, cache, prompt, 150, context=64)
+    assert long.shape == (1, 160) and max(sizes) == 64
+    assert torch.equal(long[:, :64], within), "identical until the window first fills"
+    refills = [after for before, after in pairwise(sizes) if after < before]
+    assert refills == [32, 32, 32]
