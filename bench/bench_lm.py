@@ -5,8 +5,9 @@
 1. The baby recipe on tinyshakespeare (character-level, first 90% train / last 10% validation,
    block 64, batch 12, 4 layers, 4 heads, d_model 128, dropout 0, AdamW lr 1e-3, beta2 0.99,
    warmup 100, cosine to 1e-4 over 2000 iterations, clip 1.0), trained by `glassformer train lm`
-   in a child process: validation loss at 2000 (20 batches, as nanoGPT's --eval_iters=20),
-   median training tokens/s, peak RSS. With --nanogpt DIR (a checkout of nanoGPT; none of its
+   in a child process, eager and with --compile: validation loss at 2000 (20 batches, as
+   nanoGPT's --eval_iters=20), median training tokens/s (steps 11-2000), wall time, peak RSS.
+   With --nanogpt DIR (a checkout of nanoGPT; none of its
    code is part of this project) the same recipe runs through its train.py in the same run.
 2. Sampling 500 tokens at batch 1 (temperature 0.8, top-k 200, as nanoGPT's sample.py):
    ours with the KV cache vs nanoGPT's GPT.generate (which recomputes the whole context).
@@ -80,7 +81,7 @@ def train_ours(work: Path) -> dict:
     ]
     seconds, rss = run_child(command, ROOT, work / "ours.log")
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
-    speeds = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r][10:]  # skip warm-up steps
+    speeds = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r][10:]  # skip warm-up/compile
     val = [r["val_loss"] for r in rows if "val_loss" in r]
     return {
         "val_loss": val[-1],
@@ -221,7 +222,8 @@ def main() -> None:
     if args.skip_train:
         results["ours"] = {"checkpoint": args.skip_train}
     else:
-        results["ours"] = train_ours(work)
+        results["ours"] = train_ours(work, compile=False)
+        results["ours_compiled"] = train_ours(work, compile=True)
         if args.nanogpt:
             results["nanogpt"] = train_nanogpt(args.nanogpt, work)
     results.update(sampling_speeds(results["ours"]["checkpoint"], args.nanogpt, args.runs))

@@ -14,6 +14,9 @@ A model sees at most `context` positions (its max_len). Greedy decoding and samp
 past that: when the cache is full it is cleared and refilled from the last context // 2
 tokens, so each later token still sees between context // 2 and context tokens of history
 (one prefill every context // 2 tokens, instead of recomputing the whole window every token).
+
+The entry points run under torch.inference_mode (not just no_grad): it also skips autograd's
+version counters, which measurably speeds up token-by-token decoding of small models.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def decode_loop(
     return tokens
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy(
     step: Step,
     cache: KVCache,
@@ -115,7 +118,7 @@ def greedy(
     return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token, context)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sample(
     step: Step,
     cache: KVCache,
@@ -148,7 +151,7 @@ def gnmt_length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(
     step: Step,
     cache: KVCache,
