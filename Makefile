@@ -9,6 +9,7 @@
 # multi-GB CUDA build. Override for a GPU machine, e.g. make test TORCH_SPEC='torch==2.13.0'.
 
 PYTHON ?= python3
+TTS_ENGINES := espeak-ng flite   # Debian packages for synthesizing training speech
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
@@ -19,6 +20,10 @@ STAMP := $(VENV)/.glassformer-installed
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@missing=""; for tool in $(TTS_ENGINES); do command -v $$tool >/dev/null || missing="$$missing $$tool"; \
+	done; if [ -n "$$missing" ]; then echo "installing$$missing with apt-get"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "venv failed; installing python3-venv with apt-get"; \
 	  apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }

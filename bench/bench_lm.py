@@ -58,20 +58,11 @@ def run_child(command: list[str], cwd: Path, log: Path) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
-def train_ours(work: Path) -> dict:
-    out = work / "ours"
-    command = [
-        sys.executable,
-        "-m",
-        "glassformer",
-        "train",
-        "lm",
+def train_ours(work: Path, compile: bool) -> dict:
+    out = work / ("ours-compiled" if compile else "ours")
+    flags = [
         "--preset",
         "baby",
-        "--data",
-        str(CORPUS),
-        "--out",
-        str(out),
         "--eval-every",
         "250",
         "--eval-batches",
@@ -79,7 +70,19 @@ def train_ours(work: Path) -> dict:
         "--checkpoint-every",
         "2000",
     ]
-    seconds, rss = run_child(command, ROOT, work / "ours.log")
+    command = [
+        sys.executable,
+        "-m",
+        "glassformer",
+        "train",
+        "lm",
+        *flags,
+        "--data",
+        str(CORPUS),
+        "--out",
+        str(out),
+    ] + (["--compile"] if compile else [])
+    seconds, rss = run_child(command, ROOT, work / f"{out.name}.log")
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
     speeds = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r][10:]  # skip warm-up/compile
     val = [r["val_loss"] for r in rows if "val_loss" in r]

@@ -1,0 +1,241 @@
+"""Mel-frequency cepstral coefficients (MFCC) and log-mel features, on torch tensors.
+
+The article's "audio input" section: heavy preprocessing turns sound into a sequence of dense
+vectors, each describing the energy in frequency bands over ~25 ms, which the encoder takes
+in place of embedded words. Each stage is a small function, batched, on any device:
+
+    waveform (..., L)
+      -> pre-emphasis              y[t] = x[t] - 0.97 x[t-1]: lifts high frequencies (optional)
+      -> power_spectrogram         25 ms Hann-windowed frames every 10 ms, |FFT|^2
+      -> mel_filterbank @ ...      triangular filters, evenly spaced on the mel scale
+      -> log_energy                10 log10(max(energy, floor)) with a FIXED floor
+      -> dct                       orthonormal DCT-II over the mel bands: decorrelated MFCCs
+      -> deltas, normalization     optional: time derivatives; per-utterance mean/variance
+
+The log floor is fixed (never relative to the clip's maximum, as librosa's power_to_db top_db
+is), so a clip and any piece of it give the same features where they overlap. Features come
+out channels-first, (..., M, N), as torch.stft and Whisper produce them.
+
+Defaults: 16 kHz, 400-sample (25 ms) window, 160-sample (10 ms) hop, 40 mel bands from 20 Hz
+to 7.6 kHz on the Slaney scale with Slaney area normalization (librosa's defaults), 13 MFCCs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from glassformer.configs import require_choice, require_positive
+
+SAMPLE_RATE = 16_000  # Hz
+N_FFT = 400  # samples per frame: 25 ms at 16 kHz
+HOP_LENGTH = 160  # samples between frames: 10 ms at 16 kHz
+FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    kind: str = "mfcc"  # mfcc | logmel (Whisper-style log-mel bands, no DCT)
+    sample_rate: int = SAMPLE_RATE  # Hz of the waveform
+    n_fft: int = N_FFT  # frame length in samples (25 ms)
+    hop_length: int = HOP_LENGTH  # samples between frame starts (10 ms)
+    n_mels: int = 40  # mel bands
+    n_mfcc: int = 13  # cepstral coefficients kept (kind=mfcc)
+    f_min: float = 20.0  # lowest filter edge, Hz
+    f_max: float = 7600.0  # highest filter edge, Hz (<= sample_rate / 2)
+    mel_scale: str = "slaney"  # slaney (librosa) | htk (torchaudio, Kaldi)
+    mel_norm: str = "slaney"  # slaney (each filter has unit area) | none (peak 1)
+    pre_emphasis: float = 0.0  # 0.97 is common; 0 turns it off
+    log_floor: float = 1e-10  # energy floor before the log (fixed, never per clip)
+    deltas: bool = False  # append first and second time derivatives (3x the features)
+    normalize: bool = True  # per-utterance mean 0, variance 1 for each coefficient
+
+    def __post_init__(self) -> None:
+        require_choice(self, "kind", ["logmel", "mfcc"])
+        require_choice(self, "mel_scale", ["htk", "slaney"])
+        require_choice(self, "mel_norm", ["none", "slaney"])
+        require_positive(self, "sample_rate", "n_fft", "hop_length", "n_mels", "n_mfcc")
+        if not 0 <= self.f_min < self.f_max <= self.sample_rate / 2:
+            raise ValueError(
+                f"need 0 <= f_min={self.f_min} < f_max={self.f_max} <= "
+                f"sample_rate / 2 = {self.sample_rate / 2}"
+            )
+        if self.kind == "mfcc" and self.n_mfcc > self.n_mels:
+            raise ValueError(f"n_mfcc={self.n_mfcc} exceeds n_mels={self.n_mels}")
+
+    @property
+    def n_features(self) -> int:
+        """Values per frame (M) of the final features."""
+        base = self.n_mfcc if self.kind == "mfcc" else self.n_mels
+        return base * (3 if self.deltas else 1)
+
+
+def pre_emphasize(waveform: torch.Tensor, coefficient: float) -> torch.Tensor:
+    """y[t] = x[t] - coefficient * x[t - 1] (y[0] = x[0]).
+
+    Shapes:
+        waveform: (..., L)   returns: (..., L)
+    """
+    if coefficient == 0:
+        return waveform
+    return torch.cat([waveform[..., :1], waveform[..., 1:] - coefficient * waveform[..., :-1]], -1)
+
+
+def n_frames(n_samples: int, hop_length: int = HOP_LENGTH) -> int:
+    """Frames a centred STFT gives: 1 + L // hop (the signal is padded by n_fft // 2 each side)."""
+    return 1 + n_samples // hop_length
+
+
+def power_spectrogram(
+    waveform: torch.Tensor, n_fft: int = N_FFT, hop_length: int = HOP_LENGTH
+) -> torch.Tensor:
+    """|STFT|^2 with a periodic Hann window, frames centred (zero padding at the edges).
+
+    Shapes:
+        waveform: (..., L)   returns: (..., n_fft // 2 + 1, n_frames(L))
+    """
+    batch_shape = waveform.shape[:-1]
+    flat = waveform.reshape(-1, waveform.size(-1))  # (B, L)
+    window = torch.hann_window(n_fft, periodic=True, device=waveform.device, dtype=waveform.dtype)
+    spectrum = torch.stft(
+        flat,
+        n_fft,
+        hop_length,
+        window=window,
+        center=True,
+        pad_mode="constant",
+        return_complex=True,
+    )  # (B, F, N)
+    power = spectrum.real.square() + spectrum.imag.square()
+    return power.reshape(*batch_shape, *power.shape[-2:])  # (..., F, N)
+
+
+def hz_to_mel(hz: torch.Tensor, scale: str) -> torch.Tensor:
+    """HTK: 2595 log10(1 + f / 700). Slaney: linear below 1 kHz (3 mels per 200 Hz), then
+    logarithmic, 27 mels per factor 6.4 (Auditory Toolbox; librosa's default)."""
+    if scale == "htk":
+        return 2595.0 * torch.log10(1.0 + hz / 700.0)
+    linear = hz / (200.0 / 3)
+    log_step = math.log(6.4) / 27.0
+    return torch.where(
+        hz >= 1000.0, 15.0 + torch.log(hz.clamp(min=1e-10) / 1000.0) / log_step, linear
+    )
+
+
+def mel_to_hz(mel: torch.Tensor, scale: str) -> torch.Tensor:
+    """The inverse of hz_to_mel."""
+    if scale == "htk":
+        return 700.0 * (10.0 ** (mel / 2595.0) - 1.0)
+    log_step = math.log(6.4) / 27.0
+    return torch.where(mel >= 15.0, 1000.0 * torch.exp(log_step * (mel - 15.0)), mel * (200.0 / 3))
+
+
+def mel_filterbank(
+    n_mels: int,
+    n_fft: int,
+    sample_rate: int,
+    f_min: float,
+    f_max: float,
+    scale: str = "slaney",
+    norm: str = "slaney",
+) -> torch.Tensor:
+    """Triangular filters with centres evenly spaced in mels, as weights over FFT bins.
+
+    Filter m rises linearly from the centre of filter m-1 to its own centre and falls to the
+    centre of filter m+1 (edges in Hz). Slaney normalization divides each by its width,
+    2 / (right - left), so every filter has the same area.
+
+    Shapes:
+        returns: (M, n_fft // 2 + 1)
+    """
+    fft_hz = torch.linspace(0, sample_rate / 2, n_fft // 2 + 1, dtype=torch.float64)  # (F,)
+    mel_edges = torch.linspace(
+        hz_to_mel(torch.tensor(f_min, dtype=torch.float64), scale),
+        hz_to_mel(torch.tensor(f_max, dtype=torch.float64), scale),
+        n_mels + 2,
+        dtype=torch.float64,
+    )
+    hz_edges = mel_to_hz(mel_edges, scale)  # (M + 2,)
+    left, centre, right = hz_edges[:-2, None], hz_edges[1:-1, None], hz_edges[2:, None]  # (M, 1)
+    rising = (fft_hz - left) / (centre - left)  # (M, F)
+    falling = (right - fft_hz) / (right - centre)
+    weights = torch.clamp(torch.minimum(rising, falling), min=0.0)  # (M, F)
+    if norm == "slaney":
+        weights = weights * (2.0 / (right - left))
+    return weights.float()
+
+
+def log_energy(energy: torch.Tensor, floor: float = 1e-10) -> torch.Tensor:
+    """10 log10(max(energy, floor)): decibels with a fixed floor (never relative to the clip)."""
+    return 10.0 * torch.log10(energy.clamp(min=floor))
+
+
+def dct_matrix(n_out: int, n_in: int) -> torch.Tensor:
+    """Orthonormal DCT-II: row k is cos(pi k (2n + 1) / (2 n_in)), scaled so rows are unit length.
+
+    Shapes:
+        returns: (n_out, n_in); features (..., n_in, N) -> matrix @ features = (..., n_out, N)
+    """
+    n = torch.arange(n_in, dtype=torch.float64)
+    k = torch.arange(n_out, dtype=torch.float64)[:, None]
+    basis = torch.cos(math.pi * k * (2 * n + 1) / (2 * n_in))  # (n_out, n_in)
+    basis[0] *= 1.0 / math.sqrt(2.0)
+    return (basis * math.sqrt(2.0 / n_in)).float()
+
+
+def deltas(features: torch.Tensor, width: int = 2) -> torch.Tensor:
+    """Regression slope over +-width frames (HTK's formula), edges repeated:
+    d[t] = sum_n n (c[t+n] - c[t-n]) / (2 sum_n n^2).
+
+    Shapes:
+        features: (..., M, N)   returns: (..., M, N)
+    """
+    padded = torch.cat(
+        [
+            features[..., :1].expand(*features.shape[:-1], width),
+            features,
+            features[..., -1:].expand(*features.shape[:-1], width),
+        ],
+        dim=-1,
+    )
+    N = features.size(-1)
+    numerator = sum(
+        n * (padded[..., width + n : width + n + N] - padded[..., width - n : width - n + N])
+        for n in range(1, width + 1)
+    )
+    return numerator / (2 * sum(n * n for n in range(1, width + 1)))
+
+
+def normalize_utterance(features: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Mean 0, variance 1 for each coefficient over the utterance's frames.
+
+    Shapes:
+        features: (..., M, N)   returns: (..., M, N)
+    """
+    mean = features.mean(dim=-1, keepdim=True)
+    std = features.std(dim=-1, keepdim=True, unbiased=False)
+    return (features - mean) / (std + eps)
+
+
+def compute_features(
+    waveform: torch.Tensor, config: FeatureConfig = FeatureConfig()
+) -> torch.Tensor:
+    """The whole pipeline of the module docstring.
+
+    Shapes:
+        waveform: (..., L)   returns: (..., config.n_features, n_frames(L))
+    """
+    c = config
+    power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)
+    filters = mel_filterbank(
+        c.n_mels, c.n_fft, c.sample_rate, c.f_min, c.f_max, c.mel_scale, c.mel_norm
+    ).to(power)  # (M, F)
+    features = log_energy(filters @ power, c.log_floor)  # (..., M, N)
+    if c.kind == "mfcc":
+        features = dct_matrix(c.n_mfcc, c.n_mels).to(power) @ features  # (..., n_mfcc, N)
+    if c.deltas:
+        first = deltas(features)
+        features = torch.cat([features, first, deltas(first)], dim=-2)  # (..., 3 * M, N)
+    return normalize_utterance(features) if c.normalize else features

@@ -1,0 +1,1 @@
+"""Spoken commands: grammars (what can be said) and speech synthesis (how it sounds)."""

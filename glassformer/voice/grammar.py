@@ -1,0 +1,245 @@
+"""Command grammars in the Picovoice Rhino context format: expand, sample, parse.
+
+    context:
+      expressions:
+        orderDrink:
+          - "[can I get, I want] a $size:size (hot) coffee"
+      slots:
+        size: [small, medium, large]
+
+An expression is a sequence of:
+    word            a literal word ("coffee")
+    [a, b c, ...]   exactly one of the alternatives (each may be several words)
+    (words)         optional words
+    $type:name      one phrase of slot type `type`, reported as slot `name`
+
+From a grammar we can enumerate or sample sentences with their labels (the training data:
+what the synthesizer says and what the model must write), and parse a transcript back into
+an intent and slot values: an exact match of some path through the grammar, after
+normalization (lower case, punctuation other than apostrophes removed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from glassformer.errors import GlassformerError
+
+TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
+
+
+def normalize(text: str) -> str:
+    """Lower case, apostrophes kept, other punctuation dropped, single spaces."""
+    text = re.sub(r"[^\w\s']", " ", text.lower())
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class Slot:
+    type: str  # the slot type: a key of the grammar's slots table
+    name: str  # the name the parsed slot value is reported under
+
+
+# An element is a tuple of alternatives, each alternative a tuple of words or a Slot.
+Alternative = tuple[str | Slot, ...]
+Element = tuple[Alternative, ...]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One sentence and what it means."""
+
+    text: str  # normalized words
+    intent: str
+    slots: dict[str, str] = field(default_factory=dict)  # slot name -> normalized value
+
+
+def parse_expression(expression: str, slot_types: set[str], where: str) -> list[Element]:
+    """Tokenize one Rhino expression into elements (alternatives of word/slot sequences)."""
+    elements: list[Element] = []
+    for token in TOKEN_PATTERN.findall(expression):
+        if token.startswith("["):
+            options = [normalize(o).split() for o in token[1:-1].split(",")]
+            if any(not o for o in options):
+                raise GlassformerError(f"{where}: empty alternative in {token!r}")
+            elements.append(tuple(tuple(o) for o in options))
+        elif token.startswith("("):
+            words = normalize(token[1:-1]).split()
+            elements.append(((), tuple(words)))  # optional: nothing, or the words
+        elif token.startswith("$"):
+            slot_type, name = token[1:].split(":")
+            if slot_type not in slot_types:
+                raise GlassformerError(f"{where}: unknown slot type ${slot_type} in {expression!r}")
+            elements.append(((Slot(slot_type, name),),))
+        else:
+            for word in normalize(token).split():
+                elements.append(((word,),))
+    if not elements:
+        raise GlassformerError(f"{where}: empty expression")
+    return elements
+
+
+class Grammar:
+    """A parsed command grammar.
+
+    Args:
+        expressions: intent -> list of expression strings.
+        slots: slot type -> list of phrases.
+        name: for error messages (usually the file name).
+    """
+
+    def __init__(
+        self, expressions: dict[str, list[str]], slots: dict[str, list[str]], name: str = "grammar"
+    ) -> None:
+        self.name = name
+        self.slots = {t: [normalize(p) for p in phrases] for t, phrases in slots.items()}
+        for slot_type, phrases in self.slots.items():
+            if not phrases or any(not p for p in phrases):
+                raise GlassformerError(f"{name}: slot type {slot_type!r} has an empty phrase list")
+        self.expressions = {
+            intent: [
+                parse_expression(e, set(self.slots), f"{name}: intent {intent!r}") for e in items
+            ]
+            for intent, items in expressions.items()
+        }
+        if not self.expressions:
+            raise GlassformerError(f"{name}: no expressions")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Grammar:
+        import yaml
+
+        path = Path(path)
+        try:
+            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GlassformerError(f"{path}: no such grammar file") from None
+        except yaml.YAMLError as error:
+            raise GlassformerError(
+                f"{path}: not valid YAML ({str(error).splitlines()[0]})"
+            ) from None
+        context = document.get("context") if isinstance(document, dict) else None
+        if not isinstance(context, dict) or not isinstance(context.get("expressions"), dict):
+            raise GlassformerError(f"{path}: expected context.expressions (Rhino context format)")
+        return cls(context["expressions"], context.get("slots") or {}, path.name)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """Every word the grammar can produce, sorted."""
+        words = {w for phrases in self.slots.values() for p in phrases for w in p.split()}
+        for elements in itertools.chain.from_iterable(self.expressions.values()):
+            for alternative in itertools.chain.from_iterable(elements):
+                for item in alternative:
+                    if isinstance(item, str):
+                        words.add(item)
+        return sorted(words)
+
+    def expand_elements(
+        self, elements: list[Element]
+    ) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """Every (words, slots) path through one expression."""
+        choices = []
+        for element in elements:
+            options = []
+            for alternative in element:
+                options.extend(self.expand_alternative(alternative))
+            choices.append(options)
+        for combination in itertools.product(*choices):
+            words, slots = [], {}
+            for part_words, part_slots in combination:
+                words += part_words
+                slots.update(part_slots)
+            yield words, slots
+
+    def expand_alternative(self, alternative: Alternative) -> list[tuple[list[str], dict]]:
+        paths: list[tuple[list[str], dict]] = [([], {})]
+        for item in alternative:
+            if isinstance(item, Slot):
+                paths = [
+                    (w + p.split(), {**s, item.name: p})
+                    for w, s in paths
+                    for p in self.slots[item.type]
+                ]
+            else:
+                paths = [(w + [item], s) for w, s in paths]
+        return paths
+
+    def expand(self) -> Iterator[Command]:
+        """Every sentence of the grammar (may be very many: see count())."""
+        for intent, expressions in self.expressions.items():
+            for elements in expressions:
+                for words, slots in self.expand_elements(elements):
+                    yield Command(" ".join(words), intent, slots)
+
+    def count(self) -> int:
+        """How many sentences expand() yields (paths, counting duplicates)."""
+        total = 0
+        for expressions in self.expressions.values():
+            for elements in expressions:
+                n = 1
+                for element in elements:
+                    n *= sum(len(self.expand_alternative(a)) for a in element)
+                total += n
+        return total
+
+    def sample(self, rng: random.Random) -> Command:
+        """One sentence: a uniform intent, a uniform expression of it, uniform choices."""
+        intent = rng.choice(sorted(self.expressions))
+        elements = rng.choice(self.expressions[intent])
+        words, slots = [], {}
+        for element in elements:
+            alternative = rng.choice(element)
+            for item in alternative:
+                if isinstance(item, Slot):
+                    phrase = rng.choice(self.slots[item.type])
+                    words += phrase.split()
+                    slots[item.name] = phrase
+                else:
+                    words.append(item)
+        return Command(" ".join(words), intent, slots)
+
+    def parse(self, text: str) -> Command | None:
+        """The intent and slots of a transcript that exactly matches a grammar path, else None."""
+        words = normalize(text).split()
+        for intent, expressions in self.expressions.items():
+            for elements in expressions:
+                slots = self.match(elements, 0, words, 0)
+                if slots is not None:
+                    return Command(" ".join(words), intent, slots)
+        return None
+
+    def match(self, elements: list[Element], e: int, words: list[str], w: int) -> dict | None:
+        """Slots of a match of elements[e:] against words[w:], or None (depth-first search)."""
+        if e == len(elements):
+            return {} if w == len(words) else None
+        for alternative in elements[e]:
+            for end, slots in self.match_alternative(alternative, words, w):
+                rest = self.match(elements, e + 1, words, end)
+                if rest is not None:
+                    return {**slots, **rest}
+        return None
+
+    def match_alternative(
+        self, alternative: Alternative, words: list[str], w: int
+    ) -> Iterator[tuple[int, dict[str, str]]]:
+        """Every way one alternative can match words starting at w: (end index, slots)."""
+        states: list[tuple[int, dict[str, str]]] = [(w, {})]
+        for item in alternative:
+            next_states = []
+            for position, slots in states:
+                if isinstance(item, Slot):
+                    for phrase in self.slots[item.type]:
+                        parts = phrase.split()
+                        if words[position : position + len(parts)] == parts:
+                            next_states.append(
+                                (position + len(parts), {**slots, item.name: phrase})
+                            )
+                elif position < len(words) and words[position] == item:
+                    next_states.append((position + 1, slots))
+            states = next_states
+        yield from states

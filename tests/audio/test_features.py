@@ -1,0 +1,60 @@
+"""MFCC pipeline properties: shapes, batching, a fixed floor, deltas, normalization."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from glassformer.audio.features import (
+    FeatureConfig,
+    compute_features,
+    deltas,
+    n_frames,
+    normalize_utterance,
+    pre_emphasize,
+)
+
+
+def test_shapes_batched_and_log_mel() -> None:
+    waveform = torch.randn(3, 16_000)
+    mfcc = compute_features(waveform)
+    assert mfcc.shape == (3, 13, n_frames(16_000)) == (3, 13, 101)
+    logmel = compute_features(waveform, FeatureConfig(kind="logmel", n_mels=80, deltas=True))
+    assert logmel.shape == (3, 240, 101)
+    torch.testing.assert_close(compute_features(waveform[1]), mfcc[1], atol=1e-4, rtol=1e-4)
+
+
+def test_a_clip_and_its_piece_agree_where_they_overlap() -> None:
+    """A fixed log floor (not relative to the clip's loudest frame) makes features local."""
+    config = FeatureConfig(normalize=False)
+    clip = torch.randn(32_000) * torch.linspace(0.01, 1.0, 32_000)  # loud only at the end
+    whole = compute_features(clip, config)
+    piece = compute_features(clip[:16_000], config)
+    torch.testing.assert_close(piece[:, 2:90], whole[:, 2:90], atol=1e-3, rtol=1e-3)
+
+
+def test_silence_stays_finite() -> None:
+    features = compute_features(torch.zeros(8_000))
+    assert torch.isfinite(features).all()
+
+
+def test_deltas_of_a_ramp_are_its_slope() -> None:
+    ramp = torch.arange(20.0).repeat(2, 1)  # (M=2, N=20), slope 1 per frame
+    assert torch.allclose(deltas(ramp)[:, 3:-3], torch.ones(2, 14))
+
+
+def test_normalization_and_pre_emphasis() -> None:
+    x = torch.randn(4, 50) * 3 + 7
+    y = normalize_utterance(x)
+    assert torch.allclose(y.mean(-1), torch.zeros(4), atol=1e-5)
+    assert torch.allclose(y.std(-1, unbiased=False), torch.ones(4), atol=1e-3)
+    assert pre_emphasize(torch.tensor([1.0, 1.0, 1.0]), 0.97).tolist() == pytest.approx(
+        [1, 0.03, 0.03]
+    )
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError, match="n_mfcc=50 exceeds n_mels=40"):
+        FeatureConfig(n_mfcc=50)
+    with pytest.raises(ValueError, match="f_max=9000"):
+        FeatureConfig(f_max=9000)
