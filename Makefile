@@ -1,5 +1,5 @@
 # glassformer: every target installs what it needs on a fresh clone.
-#   make demo   build a tiny model, run a forward pass, print what happened
+#   make demo   the main job: synthesize spoken commands, train on CPU, transcribe held-out voices
 #   make test   the offline test suite (minutes on 2 CPU cores)
 #   make bench  benchmarks (slow; figures go to docs/benchmarks.md)
 #   make lint   ruff check + format check
@@ -34,7 +34,6 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/glassformer demo --out runs/demo
-	$(VENV)/bin/glassformer info runs/demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,11 +63,26 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 
-def test_demo_runs_and_writes_a_loadable_checkpoint(
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="installed by `make setup`")
+def test_demo_runs_the_main_job_end_to_end_at_a_tiny_size(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    args = [
+        "demo",
+        "--out",
+        str(tmp_path / "demo"),
+        "--clips",
+        "40",
+        "--steps",
+        "20",
+        "--preset",
+        "tiny",
+        "--test-clips",
+        "4",
+    ]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "(B=1, M=13, N=100)" in out and "(B=1, S=25, D=32)" in out
-    assert main(["info", str(tmp_path / "demo")]) == 0
-    assert "seq2seq checkpoint" in capsys.readouterr().out
+    assert "1/4" in out and "4/4" in out and "command acceptance" in out
+    assert (tmp_path / "demo" / "cross_attention.png").is_file()
+    assert main(args) == 0
+    assert "reusing the trained model" in capsys.readouterr().out

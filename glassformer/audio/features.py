@@ -22,6 +22,7 @@ to 7.6 kHz on the Slaney scale with Slaney area normalization (librosa's default
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -132,6 +133,7 @@ def mel_to_hz(mel: torch.Tensor, scale: str) -> torch.Tensor:
     return torch.where(mel >= 15.0, 1000.0 * torch.exp(log_step * (mel - 15.0)), mel * (200.0 / 3))
 
 
+@functools.lru_cache(maxsize=8)
 def mel_filterbank(
     n_mels: int,
     n_fft: int,
@@ -146,6 +148,8 @@ def mel_filterbank(
     Filter m rises linearly from the centre of filter m-1 to its own centre and falls to the
     centre of filter m+1 (edges in Hz). Slaney normalization divides each by its width,
     2 / (right - left), so every filter has the same area.
+
+    Cached: the same arguments return the same tensor (treat it as read-only).
 
     Shapes:
         returns: (M, n_fft // 2 + 1)
@@ -172,6 +176,7 @@ def log_energy(energy: torch.Tensor, floor: float = 1e-10) -> torch.Tensor:
     return 10.0 * torch.log10(energy.clamp(min=floor))
 
 
+@functools.lru_cache(maxsize=8)
 def dct_matrix(n_out: int, n_in: int) -> torch.Tensor:
     """Orthonormal DCT-II: row k is cos(pi k (2n + 1) / (2 n_in)), scaled so rows are unit length.
 
@@ -219,15 +224,13 @@ def normalize_utterance(features: torch.Tensor, eps: float = 1e-5) -> torch.Tens
     return (features - mean) / (std + eps)
 
 
-def compute_features(
-    waveform: torch.Tensor, config: FeatureConfig = FeatureConfig()
-) -> torch.Tensor:
+def compute_features(waveform: torch.Tensor, config: FeatureConfig | None = None) -> torch.Tensor:
     """The whole pipeline of the module docstring.
 
     Shapes:
         waveform: (..., L)   returns: (..., config.n_features, n_frames(L))
     """
-    c = config
+    c = config or FeatureConfig()
     power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)
     filters = mel_filterbank(
         c.n_mels, c.n_fft, c.sample_rate, c.f_min, c.f_max, c.mel_scale, c.mel_norm

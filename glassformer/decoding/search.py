@@ -161,8 +161,10 @@ def beam_search(
     eos_id: int | None = None,
     length_penalty: float = 0.6,
     suppress: Iterable[int] = (),
-) -> torch.Tensor:
-    """Keep the beam_size best partial hypotheses per row; return each row's best.
+    n_best: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Keep the beam_size best partial hypotheses per row; return each row's best (or, with
+    n_best, all of them best first with their length-normalized log-probabilities).
 
     Hypotheses are ranked by their summed log-probability while searching; a finished one
     (ended with eos) keeps its score and its slot. At the end each row's beams are compared by
@@ -171,7 +173,8 @@ def beam_search(
     encoder-decoder's memory must be repeated the same way, with repeat_interleave).
 
     Shapes:
-        prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends
+        prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends;
+        with n_best: (B, K, T0 + new) and scores (B, K)
     """
     B, T0 = prompt.shape
     K = beam_size
@@ -201,6 +204,10 @@ def beam_search(
             break
         logits = step(next_tokens[:, None], cache)[:, -1]  # (B*K, V)
     normalized = scores / gnmt_length_penalty(lengths.view(B, K), length_penalty)  # (B, K)
+    if n_best:
+        order = normalized.argsort(dim=-1, descending=True)  # (B, K)
+        ranked = tokens.view(B, K, -1).gather(1, order[..., None].expand(-1, -1, tokens.size(1)))
+        return ranked, normalized.gather(1, order)  # (B, K, T), (B, K)
     best = normalized.argmax(dim=-1) + torch.arange(B, device=prompt.device) * K  # (B,)
     return tokens[best]
 

@@ -56,6 +56,7 @@ class Seq2SeqConfig:
     tie_output: bool = True  # de-embedding = target embedding transposed (the paper)
     layer_norm_eps: float = 1e-5  # eps inside every LayerNorm's square root
     use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
+    ctc_head: bool = False  # a linear map from encoder outputs to V, for an auxiliary CTC loss
 
     def __post_init__(self) -> None:
         require_positive(self, "tgt_vocab_size", "max_src_len", "max_tgt_len", "d_model")
@@ -148,6 +149,7 @@ class Seq2SeqTransformer(nn.Module):
         self.head = DeEmbedding(c.d_model, c.tgt_vocab_size)
         if c.tie_output:
             self.head.weight = self.tgt_embed.weight
+        self.ctc_head = nn.Linear(c.d_model, c.tgt_vocab_size) if c.ctc_head else None
         init_seq2seq_weights(self)
 
     def make_final_norm(self) -> LayerNorm | None:
@@ -198,10 +200,24 @@ class Seq2SeqTransformer(nn.Module):
         source: torch.Tensor,
         tokens: torch.Tensor,
         source_lengths: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Teacher-forced logits: encode the source, decode the whole target prefix."""
+        with_ctc: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Teacher-forced logits: encode the source, decode the whole target prefix.
+
+        With `with_ctc` (needs config.ctc_head) also the encoder's per-position logits and
+        its padding mask, for a CTC loss (Graves et al. 2006) that teaches the encoder to
+        align sound with tokens directly; it speeds up learning the attention's alignment.
+
+        Shapes:
+            returns: logits (B, T, V); with_ctc: and (B, S', V), (B, S') bool or None
+        """
         memory, memory_padding = self.encode(source, source_lengths)
-        return self.decode(tokens, memory, memory_padding)
+        logits = self.decode(tokens, memory, memory_padding)
+        if not with_ctc:
+            return logits
+        if self.ctc_head is None:
+            raise ValueError("with_ctc=True needs a model built with ctc_head=True")
+        return logits, self.ctc_head(memory), memory_padding
 
     def new_cache(self) -> KVCache:
         """An empty KV cache (self- and cross-attention) for incremental decoding."""

@@ -1,72 +1,152 @@
-"""`glassformer demo`: the article's voice-command Transformer, tiny and untrained, step by step.
+"""`make demo` / `glassformer demo`: the main job, end to end, on a fresh machine.
 
-MFCC-shaped features (random numbers standing in for one second of speech) go through the
-front end into the encoder; the decoder starts from <bos> and writes words greedily. Every
-stage prints its shape in the glossary letters of docs/notation.md. The model is untrained,
-so the words are arbitrary: this shows the plumbing, not a result. The trained voice pipeline
-replaces this demo when it lands (the main-job issue).
+1. Synthesize the default desktop grammar's commands with every installed TTS voice
+   (cached: a second run reuses the clips).
+2. Train the speech Transformer on them, on the CPU, with augmentation (a second run reuses
+   the finished model).
+3. Transcribe clips spoken by voices never used in training, clean and with cafe noise, and
+   print what was heard, the intent and slots, word error rate and command acceptance.
+4. Draw the decoder's cross-attention over the audio frames for one clip.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
+import random
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from glassformer.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from glassformer.train.checkpoint import save_checkpoint
+from glassformer.audio.augment import add_noise
+from glassformer.audio.io import load_audio
+from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
+from glassformer.tasks.textgen import default_cache_root
+from glassformer.tasks.transcribe import (
+    Scored,
+    is_accepted,
+    load_speech_model,
+    summarize,
+    transcribe,
+)
+from glassformer.train.loop import TrainConfig
+from glassformer.voice.grammar import Grammar
+from glassformer.voice.synth import read_manifest, synthesize
 
-# The article's example commands use these words; <pad>, <bos>, <eos> frame the sentences.
-VOCABULARY = (  # noqa: SIM905 - a sentence-like word list reads better than 22 quoted items
-    "<pad> <bos> <eos> show me my directories files photos please find check whether the "
-    "battery program ran down log and out it"
-).split()
-N_MFCC = 13  # coefficients per frame (M)
-FRAMES_PER_SECOND = 100  # 10 ms hop
-NEVER_WRITTEN = (VOCABULARY.index("<pad>"), VOCABULARY.index("<bos>"))
+GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
+SHARED_NOISE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "noise"
+NOISY_SNR_DB = 10.0
 
 
-def shape(tensor: torch.Tensor, letters: str) -> str:
-    """Format a shape with its glossary letters, e.g. (B=1, M=13, N=100)."""
-    sizes = zip(letters.split(), tensor.shape, strict=True)
-    return "(" + ", ".join(f"{letter}={size}" for letter, size in sizes) + ")"
+def is_finished(out: Path, steps: int) -> bool:
+    state = out / "last" / "train_state.json"
+    return state.is_file() and json.loads(state.read_text())["step"] >= steps
 
 
-@torch.no_grad()
-def run_demo(out: str | Path, seed: int = 0, max_words: int = 6) -> Seq2SeqTransformer:
-    """Build, run, print and save the tiny model; returns it."""
-    torch.manual_seed(seed)
-    config = Seq2SeqConfig.tiny(tgt_vocab_size=len(VOCABULARY))
-    config = dataclasses.replace(config, source="features", n_features=N_MFCC, src_vocab_size=0)
-    model = Seq2SeqTransformer(config).eval()
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"A tiny encoder-decoder Transformer ({n_params:,} parameters, untrained)")
-    layers = f"{config.n_encoder_layers} + {config.n_decoder_layers} layers"
-    heads = f"heads={config.n_heads} (d_head={config.d_head})"
-    print(f"  d_model={config.d_model}, {heads}, d_ff={config.d_ff}, {layers}")
+def demo_noise() -> tuple[np.ndarray, str]:
+    """Cafe noise from ../shared/data when present, else generated pink-ish noise."""
+    cafe = SHARED_NOISE / "cafe.wav"
+    if cafe.is_file():
+        return load_audio(cafe), "cafe noise"
+    white = np.random.default_rng(0).standard_normal(16_000 * 10)
+    return np.cumsum(white).astype(np.float32) * 0.01, "generated noise"
 
-    features = torch.randn(1, N_MFCC, FRAMES_PER_SECOND)  # one second of MFCC-shaped frames
-    print(f"features       {shape(features, 'B M N'):<24} 1 s of {N_MFCC}-dim frames, 10 ms apart")
-    x, _ = model.frontend(features)
-    print(f"front end      {shape(x, 'B N D'):<24} two stride-2 convolutions: 4x fewer frames")
+
+def run_demo(
+    out: str | Path = "runs/demo",
+    clips: int = 2500,
+    steps: int | None = None,
+    preset: str = "small",
+    test_clips: int = 40,
+    progress: bool = True,
+) -> dict:
+    out = Path(out)
+    grammar = Grammar.from_yaml(GRAMMAR)
+    data_dir = default_cache_root() / "voice" / f"desktop-{clips}"
+    print(
+        f"1/4 synthesizing {clips} commands of {GRAMMAR.name} ({grammar.count():,} possible "
+        f"sentences) into {data_dir}"
+    )
+    synthesize(grammar, data_dir, clips, progress=progress)
+    model_fields, train_fields = SPEECH_PRESETS[preset]
+    train_config = TrainConfig(**{**train_fields, **({"steps": steps} if steps else {})})
+    noise, noise_name = demo_noise()
+    if is_finished(out, train_config.steps):
+        print(f"2/4 reusing the trained model in {out}")
+    else:
+        print(f"2/4 training the speech Transformer ({train_config.steps} steps) into {out}")
+        noise_dir = str(SHARED_NOISE) if SHARED_NOISE.is_dir() else ""
+        resume = (out / "last" / "train_state.json").is_file()
+        train_speech(
+            GRAMMAR,
+            data_dir,
+            model_fields,
+            train_config,
+            SpeechDataConfig(noise_dir=noise_dir),
+            out,
+            resume,
+            progress,
+        )
+
+    speech = load_speech_model(out)
+    rows = [r for r in read_manifest(data_dir) if r["split"] == "val"][:test_clips]
+    print(
+        f"3/4 transcribing {len(rows)} clips by voices never heard in training, clean and "
+        f"with {noise_name} at {NOISY_SNR_DB:.0f} dB SNR"
+    )
+    rng = random.Random(0)
+    results = {}
+    for condition in ("clean", "noisy"):
+        scored = []
+        for row in rows:
+            waveform = load_audio(data_dir / row["audio"])
+            if condition == "noisy":
+                waveform = add_noise(waveform, noise, NOISY_SNR_DB, rng)
+            heard = transcribe(speech, waveform)
+            scored.append(Scored(row["id"], row["text"], heard, is_accepted(heard, row)))
+        results[condition] = summarize(scored)
+        print_table(condition, scored[:8], rows)
+    for condition, summary in results.items():
+        print(
+            f"{condition:>6}: command acceptance {summary['acceptance']:.1%}, "
+            f"WER {summary['wer']:.3f}, CER {summary['cer']:.3f} over {summary['files']} clips"
+        )
+    figure = out / "cross_attention.png"
+    draw_cross_attention(speech, load_audio(data_dir / rows[0]["audio"]), figure)
+    print(f"4/4 cross-attention of the decoder over the audio frames: {figure}")
+    return results
+
+
+def print_table(condition: str, scored: list[Scored], rows: list[dict]) -> None:
+    voices = {r["id"]: r["voice"] for r in rows}
+    print(f"\n  {condition}: clip  voice  |  truth  ->  heard  |  intent slots")
+    for s in scored:
+        mark = "ok " if s.accepted else "ERR"
+        meaning = f"{s.transcript.intent} {s.transcript.slots}" if s.transcript.intent else "-"
+        print(
+            f"  {mark} {s.file} {voices[s.file]:<28} | {s.truth} -> {s.transcript.text} | {meaning}"
+        )
+    print()
+
+
+@torch.inference_mode()
+def draw_cross_attention(speech, waveform: np.ndarray, path: Path) -> None:  # noqa: ANN001
+    """Teacher-force the model's own transcription and plot its last decoder block's
+    cross-attention, averaged over heads."""
+    from glassformer.audio.augment import trim_silence
+    from glassformer.audio.features import compute_features
+    from glassformer.explain.plots import plot_cross_attention
+    from glassformer.explain.trace import attention_probabilities
+    from glassformer.tasks.speech import SPECIALS
+
+    heard = transcribe(speech, waveform)
+    tokenizer, model = speech.tokenizer, speech.model
+    bos, eos = tokenizer.special_tokens[SPECIALS[1]], tokenizer.special_tokens[SPECIALS[2]]
+    ids = [bos, *tokenizer.encode(heard.text), eos]
+    features = compute_features(torch.from_numpy(trim_silence(waveform)), speech.features)[None]
     memory, _ = model.encode(features)
-    print(f"encoder        {shape(memory, 'B S D'):<24} self-attention over all frames: memory")
-
-    tokens = torch.tensor([[VOCABULARY.index("<bos>")]])
-    cache = model.new_cache()
-    step_tokens = tokens
-    for _ in range(max_words):
-        logits = model.decode(step_tokens, memory, cache=cache)  # (B, 1, V)
-        logits[..., list(NEVER_WRITTEN)] = float("-inf")  # <pad> and <bos> are never outputs
-        step_tokens = logits[:, -1:].argmax(dim=-1)  # greedy: the highest-scoring word
-        tokens = torch.cat([tokens, step_tokens], dim=1)
-        if step_tokens.item() == VOCABULARY.index("<eos>"):
-            break
-    print(f"decoder        {shape(logits, 'B T V'):<24} causal self-attn + cross-attn, per step")
-    words = " ".join(VOCABULARY[i] for i in tokens[0].tolist())
-    print(f"greedy words   {words}  (untrained: arbitrary)")
-
-    path = save_checkpoint(model, out, metadata={"vocabulary": VOCABULARY})
-    print(f"saved          {path}/ (config.json + model.safetensors): glassformer info {path}")
-    return model
+    with attention_probabilities(model.decoder.blocks[-1].cross_attn) as captured:
+        model.decode(torch.tensor([ids[:-1]]), memory)
+    probs = captured[0][0].mean(dim=0).numpy()  # (T, S)
+    labels = [tokenizer.decode([i]) for i in ids[1:]]
+    plot_cross_attention(probs, labels, 0.04, path, f'"{heard.text}"')  # 4 frames of 10 ms each

@@ -56,19 +56,23 @@ def run_quietly(command: list[str]) -> str:
 
 
 def espeak_voices() -> list[Voice]:
+    """espeak-ng's own English accents (not its optional mbrola voices) times its variants."""
     if shutil.which("espeak-ng") is None:
         return []
-    accents = [
-        line.split()[1]
-        for line in run_quietly(["espeak-ng", "--voices=en"]).splitlines()[1:]
-        if line.split() and line.split()[1].startswith("en")
+    accents = set()
+    for line in run_quietly(["espeak-ng", "--voices=en"]).splitlines()[1:]:
+        columns = line.split()
+        if len(columns) >= 5 and columns[1].startswith("en") and columns[4].startswith("gmw/"):
+            accents.add(columns[1])
+    variants = [
+        line.split()[4].split("/")[-1]
+        for line in run_quietly(["espeak-ng", "--voices=variant"]).splitlines()[1:]
+        if len(line.split()) >= 5
     ]
-    variants = [line.split()[-1].split("/")[-1]
-                for line in run_quietly(["espeak-ng", "--voices=variant"]).splitlines()[1:]
-                if line.split()]  # fmt: skip
-    variants = sorted(set(variants))[:ESPEAK_VARIANTS_MAX]
-    return [Voice("espeak-ng", f"{a}+{v}" if v else a) for a in sorted(set(accents))
-            for v in ["", *variants]]  # fmt: skip
+    variants = sorted(set(variants), key=str.lower)[:: max(1, len(variants) // ESPEAK_VARIANTS_MAX)]
+    return [
+        Voice("espeak-ng", f"{a}+{v}" if v else a) for a in sorted(accents) for v in ["", *variants]
+    ]
 
 
 def flite_voices() -> list[Voice]:
@@ -76,7 +80,7 @@ def flite_voices() -> list[Voice]:
         return []
     listing = run_quietly(["flite", "-lv"])
     names = listing.split(":", 1)[-1].split()
-    return [Voice("flite", n) for n in names]
+    return [Voice("flite", n) for n in names if n != "awb_time"]  # awb_time speaks only times
 
 
 def available_voices() -> list[Voice]:
@@ -99,12 +103,31 @@ def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
         if voice.engine == "espeak-ng":
-            command = ["espeak-ng", "-v", voice.name, "-s", str(rng.randint(125, 200)),
-                       "-p", str(rng.randint(25, 75)), "-w", str(raw), text]  # fmt: skip
+            command = [
+                "espeak-ng",
+                "-v",
+                voice.name,
+                "-s",
+                str(rng.randint(125, 200)),
+                "-p",
+                str(rng.randint(25, 75)),
+                "-w",
+                str(raw),
+                text,
+            ]
         else:
             stretch = f"{rng.uniform(0.85, 1.25):.2f}"
-            command = ["flite", "-voice", voice.name, "--setf", f"duration_stretch={stretch}",
-                       "-t", text, "-o", str(raw)]  # fmt: skip
+            command = [
+                "flite",
+                "-voice",
+                voice.name,
+                "--setf",
+                f"duration_stretch={stretch}",
+                "-t",
+                text,
+                "-o",
+                str(raw),
+            ]
         subprocess.run(command, capture_output=True, check=True)
         waveform = load_audio(raw)
     peak = float(np.abs(waveform).max()) or 1.0
@@ -132,7 +155,7 @@ def synthesize(
     jobs = []
     for index in range(count):
         command = grammar.sample(rng)
-        split = "val" if rng.random() < val_fraction else "train"
+        split = "val" if index % round(1 / val_fraction) == 0 else "train"  # every 7th, first too
         voice = rng.choice(val_voices if split == "val" else train_voices)
         jobs.append((f"{index:06d}", command, voice, split, rng.random()))
 
@@ -150,8 +173,15 @@ def synthesize(
         }
 
     with ThreadPoolExecutor(workers) as pool:
-        rows = list(tqdm(pool.map(work, jobs), total=count, desc="synthesizing", unit="clip",
-                         disable=not progress))  # fmt: skip
+        rows = list(
+            tqdm(
+                pool.map(work, jobs),
+                total=count,
+                desc="synthesizing",
+                unit="clip",
+                disable=not progress,
+            )
+        )
     manifest = out / MANIFEST
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))

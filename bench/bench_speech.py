@@ -1,0 +1,190 @@
+"""Speech benchmark: MFCC speed against librosa, synthesis and transcription speed, and
+command accuracy on real recordings after training on synthesized speech only.
+
+    .venv/bin/python bench/bench_speech.py speed
+    .venv/bin/python bench/bench_speech.py digits   [--steps N]   # FSDD, 6 real speakers
+    .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
+    .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
+
+Real recordings are never trained on: each quality run synthesizes its grammar, trains the
+`small` preset (with the shared cafe/fridge/traffic noise as augmentation) and transcribes the
+real clips. Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared" / "data"
+WORK = ROOT / "runs" / "bench-speech"
+
+
+def median_seconds(function, runs: int = 5) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def speed() -> dict:
+    import librosa
+
+    from glassformer.audio.features import FeatureConfig, compute_features
+    from glassformer.audio.io import load_audio
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.synth import synthesize
+
+    clips = [load_audio(p) for p in sorted((SHARED / "speech" / "fsdd").glob("*.wav"))[:200]]
+    seconds_of_audio = sum(len(c) for c in clips) / 16_000
+    config = FeatureConfig(normalize=False)
+
+    def ours() -> None:
+        for clip in clips:
+            compute_features(torch.from_numpy(clip), config)
+
+    def theirs() -> None:
+        for clip in clips:
+            mel = librosa.feature.melspectrogram(
+                y=clip,
+                sr=16_000,
+                n_fft=400,
+                hop_length=160,
+                n_mels=40,
+                fmin=20.0,
+                fmax=7600.0,
+                pad_mode="constant",
+            )
+            librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
+
+    ours(), theirs()  # warm up
+    a = compute_features(torch.from_numpy(clips[0]), config).numpy()
+    mel = librosa.feature.melspectrogram(
+        y=clips[0],
+        sr=16_000,
+        n_fft=400,
+        hop_length=160,
+        n_mels=40,
+        fmin=20.0,
+        fmax=7600.0,
+        pad_mode="constant",
+    )
+    b = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
+    result = {
+        "mfcc_max_abs_difference": float(np.abs(a - b).max()),
+        "mfcc_ours_s": median_seconds(ours),
+        "mfcc_librosa_s": median_seconds(theirs),
+        "mfcc_audio_seconds": seconds_of_audio,
+    }
+    grammar = Grammar.from_yaml(ROOT / "glassformer" / "voice" / "grammars" / "desktop.yaml")
+    out = WORK / "synth-speed"
+    start = time.perf_counter()
+    synthesize(grammar, out / str(time.time_ns()), 200, progress=False)
+    result["synthesis_clips_per_s"] = 200 / (time.perf_counter() - start)
+    return result
+
+
+def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
+    from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
+    from glassformer.train.loop import TrainConfig
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.synth import synthesize
+
+    data, run = WORK / f"{name}-data", WORK / f"{name}-run"
+    synthesize(Grammar.from_yaml(grammar), data, clips, progress=False)
+    model_fields, train_fields = SPEECH_PRESETS["small"]
+    config = TrainConfig(**{**train_fields, "steps": steps})
+    noise = str(SHARED / "noise")
+    train_speech(
+        grammar, data, model_fields, config, SpeechDataConfig(noise_dir=noise), run, progress=False
+    )
+    return run
+
+
+def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.transcribe import load_speech_model, transcribe
+
+    speech = load_speech_model(run)
+    right, latencies = 0, []
+    for path, expected in zip(files, truth, strict=True):
+        waveform = load_audio(path)
+        start = time.perf_counter()
+        heard = transcribe(speech, waveform, constrain=True)
+        latencies.append((time.perf_counter() - start, len(waveform) / 16_000))
+        right += heard.slots.get(slot) in expected.split("|")
+    return {
+        "files": len(files),
+        "accuracy": right / len(files),
+        "median_latency_s": statistics.median(t for t, _ in latencies),
+        "real_time_factor": sum(t for t, _ in latencies) / sum(s for _, s in latencies),
+    }
+
+
+def digits(steps: int) -> dict:
+    names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    run = train_on(ROOT / "bench" / "grammars" / "digits.yaml", "digits", steps, 2500)
+    files = sorted((SHARED / "speech" / "fsdd").glob("*.wav"))
+    truth = [names[int(p.name.split("_")[0])] + ("|oh" if p.name[0] == "0" else "") for p in files]
+    test = [i for i, p in enumerate(files) if int(p.stem.split("_")[2]) < 5]
+    return {
+        "official_test_split": accuracy(
+            run, [files[i] for i in test], [truth[i] for i in test], "digit"
+        ),
+        "all_3000": accuracy(run, files, truth, "digit"),
+    }
+
+
+def words(steps: int) -> dict:
+    run = train_on(ROOT / "bench" / "grammars" / "words.yaml", "words", steps, 2500)
+    files = sorted((SHARED / "speech" / "speech_commands_mini").glob("*/*.wav"))
+    return accuracy(run, files, [p.parent.name for p in files], "word")
+
+
+def coffee(steps: int) -> dict:
+    from glassformer.audio.augment import add_noise
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.transcribe import is_accepted, load_speech_model, transcribe
+    from glassformer.voice.synth import read_manifest
+
+    grammar = SHARED / "grammars" / "coffee_maker.yaml"
+    run = train_on(grammar, "coffee", steps, 4000)
+    speech = load_speech_model(run)
+    rows = [r for r in read_manifest(WORK / "coffee-data") if r["split"] == "val"][:100]
+    cafe = load_audio(SHARED / "noise" / "cafe.wav")
+    rng = random.Random(0)
+    rates = {}
+    for snr in (24, 21, 18, 15, 12, 9, 6):
+        accepted = 0
+        for row in rows:
+            noisy = add_noise(load_audio(WORK / "coffee-data" / row["audio"]), cafe, snr, rng)
+            accepted += is_accepted(transcribe(speech, noisy, constrain=True), row)
+        rates[f"{snr}dB"] = accepted / len(rows)
+    rates["mean"] = sum(rates.values()) / len(rates)
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["speed", "digits", "words", "coffee"])
+    parser.add_argument("--steps", type=int, default=1200, help="training steps")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    result = speed() if args.what == "speed" else globals()[args.what](args.steps)
+    print(json.dumps({args.what: result}, indent=1))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

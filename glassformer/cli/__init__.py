@@ -1,0 +1,133 @@
+"""The `glassformer` command. Each subcommand is a thin wrapper over a library function.
+
+Only argparse is imported at the top: `glassformer --help` stays instant, and torch loads
+inside the handlers. User errors (bad paths, bad configs, broken checkpoints) print one line
+and exit with status 2; set GLASSFORMER_DEBUG=1 to see the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from glassformer.cli.lm import add_training_commands
+from glassformer.cli.tokenizer import add_tokenizer_commands
+from glassformer.cli.voice import add_voice_commands
+
+EXIT_USER_ERROR = 2
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default, except where there is none worth showing (None, [], False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, [], False) or action.required:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    from glassformer.train.checkpoint import describe_checkpoint
+
+    print(describe_checkpoint(args.checkpoint))
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from glassformer.tasks.demo import run_demo
+
+    run_demo(
+        args.out, args.clips, args.steps, args.preset, args.test_clips, progress=sys.stderr.isatty()
+    )
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; `argv` decides which torch-dependent flag groups are built."""
+    formatter = HelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="glassformer",
+        description="The Transformer end to end, as 'Transformers from Scratch' explains it: "
+        "every matrix inspectable, every step fast.",
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    info = commands.add_parser(
+        "info",
+        help="print a checkpoint's model kind, config and parameter count",
+        description="Print a checkpoint directory's model kind, config and parameter count. "
+        "The weights are loaded and checked against the config.",
+        formatter_class=formatter,
+    )
+    info.add_argument(
+        "checkpoint", metavar="CHECKPOINT_DIR", help="config.json + model.safetensors"
+    )
+    info.set_defaults(handler=cmd_info)
+
+    demo = commands.add_parser(
+        "demo",
+        help="the main job end to end: synthesize, train, transcribe spoken commands",
+        description="Synthesize the default grammar's spoken commands with every installed "
+        "voice, train the speech Transformer on the CPU (a few minutes; reused on a second "
+        "run), then transcribe clips by voices never heard in training, clean and noisy, and "
+        "draw the decoder's cross-attention over the audio.",
+        formatter_class=formatter,
+    )
+    demo.add_argument("--out", default="runs/demo", help="run directory")
+    demo.add_argument("--clips", type=int, default=2500, help="clips to synthesize")
+    demo.add_argument("--steps", type=int, help="training steps (default: the preset's)")
+    demo.add_argument("--preset", default="small", choices=["small", "tiny"])
+    demo.add_argument("--test-clips", type=int, default=40, help="held-out clips to transcribe")
+    demo.set_defaults(handler=cmd_demo)
+    words = set(sys.argv[1:] if argv is None else argv)
+    add_tokenizer_commands(commands, formatter)
+    train_tasks = add_training_commands(commands, formatter, words)
+    add_voice_commands(commands, train_tasks, formatter, words)
+    return parser
+
+
+def version() -> str:
+    from glassformer import __version__
+
+    return __version__
+
+
+def assign_late_positionals(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Give arguments that follow an option to an optional positional still empty.
+
+    Python 3.11's argparse fills `TOK.json [TEXT]` as soon as it sees TOK.json, so in
+    `encode TOK.json --allow-special "some text"` the text would be "unrecognized".
+    """
+    if not extra:
+        return
+    if any(word.startswith("-") and word != "-" for word in extra):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "text", "given") is None and len(extra) == 1:
+        args.text = extra[0]
+    elif getattr(args, "ids", None) == []:
+        args.ids = extra
+    else:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
+    assign_late_positionals(parser, args, extra)
+    try:
+        args.handler(args)
+    except (ValueError, OSError) as error:  # GlassformerError is a ValueError
+        if os.environ.get("GLASSFORMER_DEBUG"):
+            raise
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"glassformer: error: {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("glassformer: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,194 @@
+"""`glassformer train lm`, `generate`, `evaluate`: text completion with a GPT."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def config_text(title: str, config: object) -> str:
+    """A config as a TOML table (the form --config reads back)."""
+    lines = [f"[{title}]"] + [f"{name} = {value!r}" for name, value in vars(config).items()]
+    return "\n".join(lines).replace("= True", "= true").replace("= False", "= false")
+
+
+def cmd_train_lm(args: argparse.Namespace) -> None:
+    from glassformer.configs import flag_overrides
+    from glassformer.corpora import shakespeare_files
+    from glassformer.models.gpt import GPTConfig
+    from glassformer.tasks.textgen import LMDataConfig, resolve_lm_settings, train_lm
+    from glassformer.train.loop import TrainConfig
+
+    files = [Path(f) for f in args.data] if args.data else shakespeare_files()
+    out = Path(args.out)
+    flags = {cls: flag_overrides(args, cls) for cls in (GPTConfig, TrainConfig, LMDataConfig)}
+    model_fields, train_config, data_config = resolve_lm_settings(
+        args.preset, args.config, flags, out, args.resume
+    )
+    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)  # torchrun: rank 0
+    resuming = " (resuming)" if args.resume else ""
+    say(f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}")
+    for title, config in (
+        ("model", argparse.Namespace(**model_fields)),
+        ("train", train_config),
+        ("data", data_config),
+    ):
+        say(config_text(title, config))
+    progress = sys.stderr.isatty()
+    result = train_lm(files, model_fields, train_config, data_config, out, args.resume, progress)
+    say(
+        f"trained to step {result.step} in {result.seconds:.1f} s "
+        f"({result.tokens_per_second:,.0f} tokens/s); validation loss {result.val_loss:.4f}, "
+        f"best {result.best_val_loss:.4f}"
+    )
+    print(
+        f"checkpoints: {out}/best, {out}/last; metrics: {out}/metrics.jsonl; curve: {out}/loss.png"
+    )
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    from glassformer.configs import flag_overrides, merge_config
+    from glassformer.decoding.search import DecodeConfig
+    from glassformer.tasks.textgen import generate_text, load_lm
+
+    config = merge_config(DecodeConfig, flag_overrides(args, DecodeConfig))
+    model, tokenizer = load_lm(args.checkpoint, args.device)
+    sys.stdout.write(args.prompt)
+    sys.stdout.flush()
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    text = generate_text(model, tokenizer, args.prompt, config, stream=write)
+    if config.beam_size > 1:
+        sys.stdout.write(text)
+    sys.stdout.write("\n")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    """A language model on --data, or a speech model on --audio-dir with --labels."""
+    from glassformer.tasks.textgen import resolve_checkpoint
+    from glassformer.train.checkpoint import read_header
+
+    task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
+    if task == "speech":
+        evaluate_speech_command(args)
+        return
+    if not args.data:
+        raise ValueError("a language model is evaluated on --data FILE")
+    from glassformer.tasks.textgen import evaluate_lm, load_lm
+
+    model, tokenizer = load_lm(args.checkpoint, args.device)
+    result = evaluate_lm(model, tokenizer, Path(args.data))
+    print(
+        f"{args.data}: {result['tokens']:,} tokens, loss {result['loss']:.4f}, "
+        f"perplexity {result['perplexity']:.2f}, {result['bits_per_byte']:.3f} bits per byte"
+    )
+
+
+def evaluate_speech_command(args: argparse.Namespace) -> None:
+    from glassformer.tasks.transcribe import evaluate_speech, load_speech_model
+
+    if not (args.audio_dir and args.labels):
+        raise ValueError("a speech model is evaluated with --audio-dir DIR --labels FILE")
+    speech = load_speech_model(args.checkpoint, args.device)
+    scored, summary = evaluate_speech(
+        speech, Path(args.audio_dir), Path(args.labels), args.constrain
+    )
+    for s in scored:
+        if not s.accepted:
+            got = (
+                f"{s.transcript.intent} {s.transcript.slots}" if s.transcript.intent else "rejected"
+            )
+            print(f"error\t{s.file}\ttruth: {s.truth}\theard: {s.transcript.text}\t{got}")
+    wer = f", WER {summary['wer']:.3f}, CER {summary['cer']:.3f}" if "wer" in summary else ""
+    print(f"{summary['files']} files: command acceptance {summary['acceptance']:.1%}{wer}")
+
+
+def add_training_commands(
+    commands: argparse._SubParsersAction, formatter: type, words: set[str]
+) -> argparse._SubParsersAction:
+    """`train lm`, `generate`, `evaluate`. Their config flags come from dataclasses in modules
+    that import torch, so they are added only when the command is on the command line:
+    `glassformer --help` stays instant."""
+    from glassformer.configs import add_config_flags
+
+    LM_PRESETS = ("baby", "gpt2-small", "tiny")  # keys of tasks.textgen.LM_PRESETS (tested)
+
+    group = commands.add_parser(
+        "train",
+        help="train a model",
+        formatter_class=formatter,
+        description="Train a model with the shared training loop.",
+    )
+    sub = group.add_subparsers(dest="train_command", metavar="TASK", required=True)
+    lm = sub.add_parser(
+        "lm",
+        help="a GPT for text completion",
+        formatter_class=formatter,
+        description="Train a decoder-only GPT on text files (default: the embedded Shakespeare "
+        "corpus). Settings come from --preset, then the [model]/[train]/[data] tables of "
+        "--config RUN.toml, then flags. Writes OUT/best, OUT/last, OUT/metrics.jsonl, "
+        "OUT/loss.png. Runs under torchrun for several processes.",
+    )
+    lm.add_argument(
+        "--data",
+        nargs="+",
+        metavar="FILE",
+        help="UTF-8 text files (default: the embedded Shakespeare works)",
+    )
+    lm.add_argument(
+        "--preset", default="baby", choices=sorted(LM_PRESETS), help="model + recipe to start from"
+    )
+    lm.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
+    lm.add_argument("--out", default="runs/lm", help="run directory")
+    lm.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
+    if "train" in words:
+        from glassformer.models.gpt import GPTConfig
+        from glassformer.tasks.textgen import LMDataConfig
+        from glassformer.train.loop import TrainConfig
+
+        add_config_flags(lm, GPTConfig, skip=["vocab_size"])
+        add_config_flags(lm, TrainConfig)
+        add_config_flags(lm, LMDataConfig)
+    lm.set_defaults(handler=cmd_train_lm)
+
+    generate = commands.add_parser(
+        "generate",
+        help="continue a prompt with a trained language model",
+        formatter_class=formatter,
+        description="Continue --prompt with a trained GPT, streaming the text as it is written. "
+        "--temperature 0 is greedy; --beam B > 1 is beam search.",
+    )
+    generate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
+    generate.add_argument("--prompt", default="\n", help="text to continue")
+    generate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    if "generate" in words:
+        from glassformer.decoding.search import DecodeConfig
+
+        add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
+    generate.set_defaults(handler=cmd_generate)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="loss and perplexity of a trained language model on a text file",
+        formatter_class=formatter,
+        description="A language model: loss, perplexity and bits per byte on --data. A speech "
+        "model: WER, CER and command acceptance (intent and every slot right) on --audio-dir "
+        "with --labels, plus each file it got wrong.",
+    )
+    evaluate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
+    evaluate.add_argument("--data", metavar="FILE", help="text file (language models)")
+    evaluate.add_argument("--audio-dir", metavar="DIR", help="audio files (speech models)")
+    evaluate.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
+    )
+    evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
+    evaluate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    evaluate.set_defaults(handler=cmd_evaluate)
+    return sub  # `train`'s tasks; the speech task adds itself there

@@ -1,0 +1,155 @@
+"""`glassformer voice synth`, `train speech`, `transcribe`: spoken commands to intents."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
+DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
+
+
+def cmd_voice_synth(args: argparse.Namespace) -> None:
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.synth import synthesize
+
+    grammar = Grammar.from_yaml(args.grammar)
+    manifest = synthesize(grammar, args.out, args.count, args.seed, progress=sys.stderr.isatty())
+    settings = {"grammar": str(Path(args.grammar).resolve()), "noise_dir": args.noise_dir or ""}
+    (Path(args.out) / "dataset.json").write_text(json.dumps(settings, indent=1) + "\n")
+    print(f"wrote {args.count} clips and {manifest} ({grammar.count():,} sentences in the grammar)")
+
+
+def cmd_train_speech(args: argparse.Namespace) -> None:
+    from glassformer.configs import flag_overrides, merge_config, read_toml
+    from glassformer.models.seq2seq import Seq2SeqConfig
+    from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
+    from glassformer.train.loop import TrainConfig
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.synth import synthesize
+
+    out = Path(args.out)
+    data_dir = Path(args.data) if args.data else out / "data"
+    if not args.data and not (data_dir / "manifest.jsonl").is_file():
+        print(f"synthesizing {DEFAULT_CLIPS} clips of {args.grammar} into {data_dir}")
+        synthesize(
+            Grammar.from_yaml(args.grammar), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
+        )
+    toml = read_toml(args.config, ["model", "train", "data"])
+    model_base, train_base = SPEECH_PRESETS[args.preset]
+    model_fields = {**model_base, **toml["model"], **flag_overrides(args, Seq2SeqConfig)}
+    train_config = merge_config(
+        TrainConfig, train_base, toml["train"], flag_overrides(args, TrainConfig)
+    )
+    data_base = {"noise_dir": args.noise_dir} if args.noise_dir else {}
+    data_config = merge_config(
+        SpeechDataConfig, data_base, toml["data"], flag_overrides(args, SpeechDataConfig)
+    )
+    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
+    say(f"# glassformer train speech: {args.grammar}, data {data_dir} -> {out}")
+    result = train_speech(
+        Path(args.grammar),
+        data_dir,
+        model_fields,
+        train_config,
+        data_config,
+        out,
+        args.resume,
+        progress=sys.stderr.isatty(),
+    )
+    say(
+        f"trained to step {result.step} in {result.seconds:.0f} s; validation loss "
+        f"{result.val_loss:.4f}; checkpoints in {out}/best and {out}/last"
+    )
+
+
+def cmd_transcribe(args: argparse.Namespace) -> None:
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.transcribe import load_speech_model, transcribe
+
+    speech = load_speech_model(args.checkpoint, args.device)
+    for path in args.audio:
+        result = transcribe(speech, load_audio(path), args.beam, args.constrain)
+        if args.json:
+            print(json.dumps({"file": path, **result.__dict__}))
+        else:
+            meaning = f"{result.intent} {result.slots}" if result.intent else "(not a command)"
+            print(f"{path}\t{result.text}\t{meaning}\tconfidence {result.confidence:.2f}")
+
+
+def add_voice_commands(
+    commands: argparse._SubParsersAction,
+    train_tasks: argparse._SubParsersAction,
+    formatter: type,
+    words: set[str],
+) -> None:
+    from glassformer.configs import add_config_flags
+
+    voice = commands.add_parser(
+        "voice", help="synthesize training speech for a command grammar", formatter_class=formatter
+    )
+    sub = voice.add_subparsers(dest="voice_command", metavar="COMMAND", required=True)
+    synth = sub.add_parser(
+        "synth",
+        help="render sampled commands with every installed TTS voice",
+        formatter_class=formatter,
+        description="Sample sentences from a Rhino-format grammar and speak them with every "
+        "text-to-speech voice on the machine (espeak-ng accents and variants, flite), at varied "
+        "speeds and pitches. Validation clips use voices never used for training. Resumes.",
+    )
+    synth.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
+    synth.add_argument("--out", required=True, metavar="DATA_DIR", help="dataset directory")
+    synth.add_argument("--count", type=int, default=DEFAULT_CLIPS, help="clips to render")
+    synth.add_argument("--noise-dir", help="noise WAVs that training will mix in")
+    synth.add_argument("--seed", type=int, default=0, help="sampling seed")
+    synth.set_defaults(handler=cmd_voice_synth)
+
+    speech = train_tasks.add_parser(
+        "speech",
+        help="a speech Transformer for spoken commands",
+        formatter_class=formatter,
+        description="Train an encoder-decoder on MFCC features of synthesized speech (made here "
+        "from --grammar when --data is not given), with noise, speed, reverb and SpecAugment "
+        "augmentation. Writes OUT/best, OUT/last, OUT/metrics.jsonl, OUT/loss.png.",
+    )
+    speech.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
+    speech.add_argument("--data", metavar="DATA_DIR", help="a `voice synth` dataset")
+    speech.add_argument("--preset", default="small", choices=["small", "tiny"])
+    speech.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
+    speech.add_argument("--out", default="runs/speech", help="run directory")
+    speech.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
+    if "speech" in words:
+        from glassformer.models.seq2seq import Seq2SeqConfig
+        from glassformer.tasks.speech import SpeechDataConfig
+        from glassformer.train.loop import TrainConfig
+
+        add_config_flags(
+            speech, Seq2SeqConfig, skip=["tgt_vocab_size", "src_vocab_size", "source", "n_features"]
+        )
+        add_config_flags(speech, TrainConfig)
+        add_config_flags(speech, SpeechDataConfig)
+    else:
+        speech.add_argument("--noise-dir", help="noise WAVs mixed into training clips")
+    speech.set_defaults(handler=cmd_train_speech)
+
+    transcribe = commands.add_parser(
+        "transcribe",
+        help="audio files to text, intent and slots",
+        formatter_class=formatter,
+        description="Transcribe audio files (WAV, FLAC, OGG; any rate) with a trained speech "
+        "model: the words, the grammar's intent and slots, and a confidence.",
+    )
+    transcribe.add_argument("checkpoint", metavar="DIR", help="a speech run or checkpoint")
+    transcribe.add_argument("audio", nargs="+", metavar="AUDIO")
+    transcribe.add_argument("--json", action="store_true", help="one JSON object per file")
+    transcribe.add_argument(
+        "--constrain",
+        action="store_true",
+        help="pick the best hypothesis the grammar can say, else reject",
+    )
+    transcribe.add_argument("--beam", type=int, default=4, help="beam size")
+    transcribe.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    transcribe.set_defaults(handler=cmd_transcribe)

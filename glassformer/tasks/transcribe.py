@@ -1,0 +1,212 @@
+"""Transcription: audio -> MFCC -> encoder -> beam search -> words -> intent and slots.
+
+Long real recordings are mostly silence around a short command: leading and trailing silence
+is trimmed first (audio/augment.trim_silence). With `constrain`, the beam's n-best list is
+searched for the best hypothesis the grammar can produce; when none fits, the command is
+rejected (intent None) rather than guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from glassformer.audio.augment import trim_silence
+from glassformer.audio.features import FeatureConfig, compute_features
+from glassformer.configs import config_from_dict
+from glassformer.errors import GlassformerError
+from glassformer.models.seq2seq import Seq2SeqTransformer
+from glassformer.tasks.speech import GRAMMAR_FILE, SPECIALS, TOKENIZER_FILE
+from glassformer.tasks.textgen import resolve_checkpoint
+from glassformer.tokenizer.base import Tokenizer
+from glassformer.voice.grammar import Grammar
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str  # the words written by the model (normalized)
+    intent: str | None  # None: the words are not a command of the grammar (rejected)
+    slots: dict[str, str] = field(default_factory=dict)
+    confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
+
+
+@dataclass
+class SpeechModel:
+    model: Seq2SeqTransformer
+    tokenizer: Tokenizer
+    grammar: Grammar
+    features: FeatureConfig
+
+
+def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
+    from glassformer.tokenizer.io import load_tokenizer
+    from glassformer.train.checkpoint import load_checkpoint, read_header
+
+    directory = resolve_checkpoint(path)
+    header = read_header(directory)
+    if header.get("task") != "speech":
+        raise GlassformerError(
+            f"{directory}: not a speech checkpoint (task={header.get('task')!r})"
+        )
+    model = load_checkpoint(directory, device)
+    features = config_from_dict(FeatureConfig, header["features"])
+    return SpeechModel(
+        model,
+        load_tokenizer(directory / TOKENIZER_FILE),
+        Grammar.from_yaml(directory / GRAMMAR_FILE),
+        features,
+    )
+
+
+@torch.inference_mode()
+def transcribe(
+    speech: SpeechModel, waveform: np.ndarray, beam_size: int = 4, constrain: bool = False
+) -> Transcript:
+    """One clip (16 kHz mono) to text, intent, slots and a confidence."""
+    from glassformer.decoding.search import beam_search
+
+    model, tokenizer = speech.model, speech.tokenizer
+    pad, bos, eos = (tokenizer.special_tokens[s] for s in SPECIALS)
+    waveform = trim_silence(waveform)
+    device = next(model.parameters()).device
+    features = compute_features(torch.from_numpy(waveform).to(device), speech.features)[None]
+    max_frames = model.config.max_src_len * 4 - 4
+    if features.size(-1) > max_frames:
+        raise GlassformerError(
+            f"the speech lasts {features.size(-1) / 100:.0f} s after trimming "
+            f"silence; the model takes at most {max_frames / 100:.0f} s"
+        )
+    memory, padding = model.encode(features)  # (1, S, D)
+    K = beam_size
+    memory_k = memory.repeat_interleave(K, dim=0)  # (K, S, D): one copy per beam
+
+    def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
+        return model.decode(tokens, memory_k, None, cache)
+
+    prompt = torch.tensor([[bos]], device=device)
+    hypotheses, _ = beam_search(
+        step,
+        model.new_cache(),
+        prompt,
+        K,
+        model.config.max_tgt_len - 1,
+        eos,
+        suppress=[pad, bos],
+        n_best=True,
+    )
+    candidates = [strip(h.tolist(), eos) for h in hypotheses[0]]
+    chosen = candidates[0]
+    command = speech.grammar.parse(tokenizer.decode(chosen))
+    if constrain and command is None:
+        for candidate in candidates[1:]:
+            command = speech.grammar.parse(tokenizer.decode(candidate))
+            if command is not None:
+                chosen = candidate
+                break
+    confidence = token_confidence(model, memory, [bos, *chosen, eos])
+    text = tokenizer.decode(chosen)
+    if command is None:
+        return Transcript(" ".join(text.split()), None, {}, confidence)
+    return Transcript(command.text, command.intent, command.slots, confidence)
+
+
+def strip(tokens: list[int], eos: int) -> list[int]:
+    """The written tokens: after <bos>, up to (not including) the first <eos>."""
+    tokens = tokens[1:]
+    return tokens[: tokens.index(eos)] if eos in tokens else tokens
+
+
+def token_confidence(model: Seq2SeqTransformer, memory: torch.Tensor, tokens: list[int]) -> float:
+    """exp(mean log-probability) of the tokens after the first, teacher-forced."""
+    sequence = torch.tensor([tokens], device=memory.device)
+    log_probs = model.decode(sequence[:, :-1], memory).log_softmax(-1)  # (1, T, V)
+    picked = log_probs.gather(-1, sequence[:, 1:, None])  # (1, T, 1)
+    return math.exp(picked.mean().item())
+
+
+def read_labels(path: Path, grammar: Grammar) -> dict[str, dict]:
+    """Labels: TSV `file<TAB>transcript` or JSON {file: {"intent": ..., "slots": {...}}}.
+
+    Returns file -> {"text": str | None, "intent": str | None, "slots": dict}.
+    """
+    if not path.is_file():
+        raise GlassformerError(f"{path}: no such labels file")
+    if path.suffix == ".json":
+        document = json.loads(path.read_text())
+        return {
+            name: {
+                "text": v.get("transcript"),
+                "intent": v.get("intent"),
+                "slots": v.get("slots", {}),
+            }
+            for name, v in document.items()
+        }
+    labels = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        if "\t" not in line:
+            raise GlassformerError(f"{path}:{number}: expected file<TAB>transcript")
+        name, text = line.split("\t", 1)
+        command = grammar.parse(text)
+        labels[name] = {
+            "text": text,
+            "intent": command.intent if command else None,
+            "slots": command.slots if command else {},
+        }
+    return labels
+
+
+@dataclass(frozen=True)
+class Scored:
+    file: str
+    truth: str | None  # the reference transcript, when the labels give one
+    transcript: Transcript
+    accepted: bool  # intent and every slot exactly right
+
+
+def is_accepted(transcript: Transcript, label: dict) -> bool:
+    return transcript.intent == label["intent"] and transcript.slots == (label["slots"] or {})
+
+
+def summarize(scored: list[Scored]) -> dict[str, float]:
+    """WER and CER (jiwer) over files with reference text, and command acceptance rate."""
+    import jiwer
+
+    from glassformer.voice.grammar import normalize
+
+    pairs = [(normalize(s.truth), s.transcript.text) for s in scored if s.truth]
+    result = {
+        "files": len(scored),
+        "acceptance": sum(s.accepted for s in scored) / max(len(scored), 1),
+    }
+    if pairs:
+        truths, guesses = zip(*pairs, strict=True)
+        result["wer"] = jiwer.wer(list(truths), [g or "<empty>" for g in guesses])
+        result["cer"] = jiwer.cer(list(truths), [g or "<empty>" for g in guesses])
+    return result
+
+
+def evaluate_speech(
+    speech: SpeechModel,
+    audio_dir: Path,
+    labels_path: Path,
+    constrain: bool = False,
+    beam_size: int = 4,
+) -> tuple[list[Scored], dict]:
+    """Transcribe every labelled file of audio_dir; per-file results and the summary."""
+    from glassformer.audio.io import load_audio
+
+    labels = read_labels(labels_path, speech.grammar)
+    if not audio_dir.is_dir():
+        raise GlassformerError(f"{audio_dir}: no such directory")
+    scored = []
+    for name, label in sorted(labels.items()):
+        transcript = transcribe(speech, load_audio(audio_dir / name), beam_size, constrain)
+        scored.append(Scored(name, label["text"], transcript, is_accepted(transcript, label)))
+    return scored, summarize(scored)

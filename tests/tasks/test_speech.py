@@ -1,0 +1,119 @@
+"""The main job end to end at a tiny size: synthesize, overfit a few clips, transcribe, score."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from glassformer.audio.io import load_audio
+from glassformer.cli import main
+from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
+from glassformer.tasks.transcribe import evaluate_speech, load_speech_model, transcribe
+from glassformer.train.loop import TrainConfig
+from glassformer.voice.synth import read_manifest
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
+)
+GRAMMAR_TEXT = """context:
+  expressions:
+    order:
+      - "make me a $size:size coffee"
+    stop:
+      - "stop"
+  slots:
+    size: [small, large]
+"""
+CLEAN = SpeechDataConfig(
+    noise_prob=0.0,
+    speed_range=0.0,
+    augment_prob=0.0,
+    pad_seconds=0.0,
+    spec_augment=False,
+    bpe_vocab_size=300,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("speech")
+    grammar = root / "grammar.yaml"
+    grammar.write_text(GRAMMAR_TEXT)
+    data = root / "data"
+    assert (
+        main(
+            [
+                "voice",
+                "synth",
+                "--grammar",
+                str(grammar),
+                "--out",
+                str(data),
+                "--count",
+                "12",
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
+    model_fields, train_fields = SPEECH_PRESETS["tiny"]
+    config = TrainConfig(**{**train_fields, "steps": 150, "batch_size": 8, "lr": 3e-3})
+    train_speech(grammar, data, model_fields, config, CLEAN, root / "run", progress=False)
+    return grammar, data, root / "run"
+
+
+def test_overfits_the_training_clips(trained: tuple[Path, Path, Path]) -> None:
+    _, data, run = trained
+    rows = [r for r in read_manifest(data) if r["split"] == "train"]
+    speech = load_speech_model(run)
+    right = sum(transcribe(speech, load_audio(data / r["audio"])).text == r["text"] for r in rows)
+    assert right >= len(rows) - 1, f"{right} of {len(rows)} training clips transcribed exactly"
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    losses = [m["train_loss"] for m in metrics if "train_loss" in m]
+    assert losses[-1] < losses[0] / 4
+
+
+def test_transcribe_and_evaluate_commands(
+    trained: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    _, data, run = trained
+    rows = read_manifest(data)[:4]
+    clips = [str(data / r["audio"]) for r in rows]
+    assert main(["transcribe", str(run), *clips, "--json", "--constrain"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4 and all(
+        {"text", "intent", "slots", "confidence"} <= set(x) for x in lines
+    )
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("".join(f"{r['audio']}\t{r['text']}\n" for r in rows))
+    scored, summary = evaluate_speech(load_speech_model(run), data, labels)
+    assert summary["files"] == 4 and 0 <= summary["wer"] <= 1.5 and 0 <= summary["acceptance"] <= 1
+    assert main(["evaluate", str(run), "--audio-dir", str(data), "--labels", str(labels)]) == 0
+    assert "command acceptance" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["transcribe", "RUN", "/nonexistent.wav"], "no such audio file"),
+        (["transcribe", "/nonexistent-run", "x.wav"], "no checkpoint here"),
+        (["evaluate", "RUN", "--audio-dir", "DATA"], "--audio-dir DIR --labels FILE"),
+        (["voice", "synth", "--grammar", "/nonexistent.yaml", "--out", "OUT"], "no such grammar"),
+    ],
+)
+def test_bad_input_is_one_line(
+    trained: tuple[Path, Path, Path],
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    _, data, run = trained
+    swap = {"RUN": str(run), "DATA": str(data), "OUT": str(tmp_path / "o")}
+    assert main([swap.get(a, a) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
