@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import median_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "../shared/data/text/tinyshakespeare.txt"
 BABY_FLAGS = [
@@ -123,15 +125,6 @@ def train_nanogpt(nanogpt: Path, work: Path) -> dict:
     }
 
 
-def median_time(function, runs: int) -> float:  # noqa: ANN001
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
     import torch
 
@@ -155,7 +148,7 @@ def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
             context=model.config.max_len,
         )
 
-    results = {"sample_ours_tokens_per_s": new_tokens / median_time(ours, runs)}
+    results = {"sample_ours_tokens_per_s": new_tokens / median_seconds(ours, runs)}
     if nanogpt is not None:
         sys.path.insert(0, str(nanogpt))
         from model import GPT as NanoGPT  # noqa: N811 - the peer's class
@@ -174,7 +167,7 @@ def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
             )
         ).eval()
         with torch.no_grad():
-            seconds = median_time(lambda: peer.generate(prompt, new_tokens, 0.8, 200), runs)
+            seconds = median_seconds(lambda: peer.generate(prompt, new_tokens, 0.8, 200), runs)
         results["sample_nanogpt_tokens_per_s"] = new_tokens / seconds
     return results
 
@@ -209,8 +202,8 @@ def gpt2_generation(runs: int) -> dict:
             return greedy(lambda t, c: ours(t, cache=c), ours.new_cache(), prompt, 128)
 
         assert torch.equal(run_ours(), run_hf()), "same weights, same greedy tokens"
-        results[f"gpt2_hf_b{batch}_tokens_per_s"] = batch * 128 / median_time(run_hf, runs)
-        results[f"gpt2_ours_b{batch}_tokens_per_s"] = batch * 128 / median_time(run_ours, runs)
+        results[f"gpt2_hf_b{batch}_tokens_per_s"] = batch * 128 / median_seconds(run_hf, runs)
+        results[f"gpt2_ours_b{batch}_tokens_per_s"] = batch * 128 / median_seconds(run_ours, runs)
     return results
 
 

@@ -23,24 +23,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from common import median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared" / "data"
 WORK = ROOT / "runs" / "bench-speech"
 
 
-def median_seconds(function, runs: int = 5) -> float:  # noqa: ANN001
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def librosa_mfcc(clip: np.ndarray) -> np.ndarray:
+    """librosa's MFCC with our settings (fixed log floor: power_to_db without top_db)."""
+    import librosa
+
+    mel = librosa.feature.melspectrogram(
+        y=clip,
+        sr=16_000,
+        n_fft=400,
+        hop_length=160,
+        n_mels=40,
+        fmin=20.0,
+        fmax=7600.0,
+        pad_mode="constant",
+    )
+    return librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
 
 
 def speed() -> dict:
-    import librosa
-
     from glassformer.audio.features import FeatureConfig, compute_features
     from glassformer.audio.io import load_audio
     from glassformer.voice.grammar import Grammar
@@ -56,31 +63,11 @@ def speed() -> dict:
 
     def theirs() -> None:
         for clip in clips:
-            mel = librosa.feature.melspectrogram(
-                y=clip,
-                sr=16_000,
-                n_fft=400,
-                hop_length=160,
-                n_mels=40,
-                fmin=20.0,
-                fmax=7600.0,
-                pad_mode="constant",
-            )
-            librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
+            librosa_mfcc(clip)
 
     ours(), theirs()  # warm up
     a = compute_features(torch.from_numpy(clips[0]), config).numpy()
-    mel = librosa.feature.melspectrogram(
-        y=clips[0],
-        sr=16_000,
-        n_fft=400,
-        hop_length=160,
-        n_mels=40,
-        fmin=20.0,
-        fmax=7600.0,
-        pad_mode="constant",
-    )
-    b = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
+    b = librosa_mfcc(clips[0])
     result = {
         "mfcc_max_abs_difference": float(np.abs(a - b).max()),
         "mfcc_ours_s": median_seconds(ours),

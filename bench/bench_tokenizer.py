@@ -19,11 +19,11 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from common import median_seconds
 
 from glassformer.tokenizer.io import to_hf_json, to_tiktoken
 from glassformer.tokenizer.training import (
@@ -33,15 +33,6 @@ from glassformer.tokenizer.training import (
 )
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "../shared/data/text/tinyshakespeare.txt"
-
-
-def median_seconds(function, runs: int) -> float:  # noqa: ANN001
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def train_ours(text: str, vocab_size: int):  # noqa: ANN201
