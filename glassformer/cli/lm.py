@@ -70,8 +70,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """A language model on --data, or a speech model on --audio-dir with --labels."""
-    from glassformer.tasks.textgen import resolve_checkpoint
-    from glassformer.train.checkpoint import read_header
+    from glassformer.train.checkpoint import read_header, resolve_checkpoint
 
     task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
     if task == "speech":

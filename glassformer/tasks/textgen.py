@@ -26,6 +26,7 @@ from glassformer.configs import require_fraction, require_positive
 from glassformer.errors import GlassformerError
 from glassformer.models.gpt import GPT, GPTConfig
 from glassformer.tokenizer.base import Tokenizer
+from glassformer.train.checkpoint import resolve_checkpoint
 from glassformer.train.data import TokenData, prepare_token_data, sample_blocks
 from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
 
@@ -194,15 +195,6 @@ def train_lm(
     model = GPT(model_config)
     task = LanguageModelTask(data, tokenizer, data_config, train_config.batch_size)
     return train(model, task, train_config, out, resume=resume, progress=progress)
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint directory, or a run directory (its best/, else its last/ checkpoint)."""
-    path = Path(path)
-    for candidate in (path, path / "best", path / "last"):
-        if (candidate / "config.json").is_file():
-            return candidate
-    raise GlassformerError(f"{path}: no checkpoint here (looked for config.json, best/, last/)")
 
 
 def load_lm(path: str | Path, device: str = "cpu") -> tuple[GPT, Tokenizer]:

@@ -22,8 +22,8 @@ from glassformer.configs import config_from_dict
 from glassformer.errors import GlassformerError
 from glassformer.models.seq2seq import Seq2SeqTransformer
 from glassformer.tasks.speech import GRAMMAR_FILE, SPECIALS, TOKENIZER_FILE
-from glassformer.tasks.textgen import resolve_checkpoint
 from glassformer.tokenizer.base import Tokenizer
+from glassformer.train.checkpoint import resolve_checkpoint
 from glassformer.voice.grammar import Grammar
 
 

@@ -113,6 +113,15 @@ def save_checkpoint(
     return Path(directory)
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint directory, or a run directory (its best/, else its last/ checkpoint)."""
+    path = Path(path)
+    for candidate in (path, path / "best", path / "last"):
+        if (candidate / "config.json").is_file():
+            return candidate
+    raise CheckpointError(f"{path}: no checkpoint here (looked for config.json, best/, last/)")
+
+
 def read_header(directory: str | Path) -> dict[str, Any]:
     """Read and check config.json; returns it with "config" rebuilt as a config dataclass."""
     directory = Path(directory)

@@ -84,6 +84,32 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
     return elements
 
 
+def load_yaml_strings(text: str) -> object:
+    """Safe YAML where `yes`, `no`, `on`, `off` stay words (YAML 1.1 would make them booleans,
+    and they are common command words) and numbers become their text.
+
+    Raises:
+        ValueError: the text is not valid YAML.
+    """
+    import yaml
+
+    class WordsLoader(yaml.SafeLoader):
+        pass
+
+    WordsLoader.yaml_implicit_resolvers = {
+        first: [
+            (tag, pattern)
+            for tag, pattern in resolvers
+            if not tag.endswith((":bool", ":int", ":float"))
+        ]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    try:
+        return yaml.load(text, Loader=WordsLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise ValueError(str(error)) from None
+
+
 class Grammar:
     """A parsed command grammar.
 
@@ -112,14 +138,12 @@ class Grammar:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grammar:
-        import yaml
-
         path = Path(path)
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+            document = load_yaml_strings(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise GlassformerError(f"{path}: no such grammar file") from None
-        except yaml.YAMLError as error:
+        except ValueError as error:
             raise GlassformerError(
                 f"{path}: not valid YAML ({str(error).splitlines()[0]})"
             ) from None

@@ -96,5 +96,17 @@ def test_bad_grammars_give_one_line_errors(tmp_path: Path, content: str, message
         Grammar.from_yaml(path)
 
 
+def test_yes_no_on_off_stay_words_and_numbers_stay_text(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "context:\n  expressions:\n    w: ['$w:w']\n  slots:\n    w: [yes, no, on, off, 7]\n"
+    )
+    grammar = Grammar.from_yaml(path)
+    assert grammar.slots["w"] == ["yes", "no", "on", "off", "7"]
+    assert grammar.parse("turn... no").__class__ is type(None) and grammar.parse("off").slots == {
+        "w": "off"
+    }
+
+
 def test_normalize() -> None:
     assert normalize("  I'd like a Latte, please!  ") == "i'd like a latte please"
