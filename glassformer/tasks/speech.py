@@ -220,8 +220,7 @@ class SpeechTask:
         words = tokens_out != self.pad
         words &= tokens_out != self.eos  # CTC targets: the written tokens only
         log_probs = encoder_logits.float().log_softmax(-1).transpose(0, 1)  # (S', B, V)
-        input_lengths = padding.sum(-1) if padding is not None else torch.full(
-            (features.size(0),), encoder_logits.size(1), dtype=torch.long)  # fmt: skip
+        input_lengths = padding.sum(-1)  # encoder positions per clip (lengths are always given)
         ctc = F.ctc_loss(
             log_probs,
             tokens_out[words],
