@@ -44,7 +44,10 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     train_config = merge_config(
         TrainConfig, train_base, toml["train"], flag_overrides(args, TrainConfig)
     )
-    data_base = {"noise_dir": args.noise_dir} if args.noise_dir else {}
+    settings = data_dir / "dataset.json"  # written by `voice synth` (its --noise-dir)
+    saved_noise = json.loads(settings.read_text()).get("noise_dir") if settings.is_file() else ""
+    noise_dir = args.noise_dir or saved_noise
+    data_base = {"noise_dir": noise_dir} if noise_dir else {}
     data_config = merge_config(
         SpeechDataConfig, data_base, toml["data"], flag_overrides(args, SpeechDataConfig)
     )

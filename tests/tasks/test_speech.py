@@ -117,3 +117,55 @@ def test_bad_input_is_one_line(
     assert main([swap.get(a, a) for a in args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_train_speech_uses_the_noise_dir_given_to_synth(tmp_path: Path) -> None:
+    import numpy as np
+
+    from glassformer.audio.io import save_audio
+
+    noise = tmp_path / "noise"
+    save_audio(noise / "hum.wav", 0.1 * np.sin(np.arange(32_000) / 5.0).astype(np.float32))
+    grammar = tmp_path / "grammar.yaml"
+    grammar.write_text(GRAMMAR_TEXT)
+    data, out = tmp_path / "data", tmp_path / "run"
+    assert (
+        main(
+            [
+                "voice",
+                "synth",
+                "--grammar",
+                str(grammar),
+                "--out",
+                str(data),
+                "--count",
+                "8",
+                "--noise-dir",
+                str(noise),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "train",
+                "speech",
+                "--grammar",
+                str(grammar),
+                "--data",
+                str(data),
+                "--preset",
+                "tiny",
+                "--steps",
+                "2",
+                "--eval-every",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    saved = json.loads((out / "last" / "config.json").read_text())
+    assert saved["data"]["noise_dir"] == str(noise) and saved["task"] == "speech"
