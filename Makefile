@@ -9,7 +9,8 @@
 # multi-GB CUDA build. Override for a GPU machine, e.g. make test TORCH_SPEC='torch==2.13.0'.
 
 PYTHON ?= python3
-TTS_ENGINES := espeak-ng flite   # Debian packages for synthesizing training speech
+# Debian packages for synthesizing training speech
+TTS_PACKAGES := espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
@@ -20,7 +21,8 @@ STAMP := $(VENV)/.glassformer-installed
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@missing=""; for tool in $(TTS_ENGINES); do command -v $$tool >/dev/null || missing="$$missing $$tool"; \
+	@missing=""; for package in $(TTS_PACKAGES); do \
+	  dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; \
 	done; if [ -n "$$missing" ]; then echo "installing$$missing with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; fi

@@ -9,6 +9,11 @@ Engines (Debian packages, installed by `make setup` when missing):
     espeak-ng   every English accent (en, en-us, en-gb-scotland, en-029, ...) times its voice
                 variants (m1-m7, f1-f5, croak, whisper, ...); speed and pitch are flags
     flite       its compiled-in voices (kal, awb, rms, slt, ...)
+    festival    its installed English voices (kal and ked diphones, the slt HTS voice)
+
+A clip's voice is drawn engine first, then voice within the engine: espeak-ng has a hundred
+variants of one formant synthesizer while flite and festival have a few more natural voices
+each, so a uniform draw over voices would be 95% espeak-ng.
 
 Dataset layout (DATA_DIR):
     clips/ID.wav        16 kHz mono PCM
@@ -83,15 +88,54 @@ def flite_voices() -> list[Voice]:
     return [Voice("flite", n) for n in names if n != "awb_time"]  # awb_time speaks only times
 
 
+def festival_voices() -> list[Voice]:
+    if shutil.which("festival") is None or shutil.which("text2wave") is None:
+        return []
+    listing = run_quietly(["festival", "-b", "(print (voice.list))"])
+    names = listing.strip().strip("()").split()
+    english = ("kal_", "ked_", "rab_", "cmu_us_", "cmu_uk_", "don_")
+    return [Voice("festival", n) for n in names if n.startswith(english)]
+
+
+def choose_voice(voices: list[Voice], rng: random.Random) -> Voice:
+    """An engine uniformly, then one of its voices uniformly."""
+    engine = rng.choice(sorted({v.engine for v in voices}))
+    return rng.choice([v for v in voices if v.engine == engine])
+
+
 def available_voices() -> list[Voice]:
     """Every voice of every installed engine; an error naming the fix if there is none."""
-    voices = espeak_voices() + flite_voices()
+    voices = espeak_voices() + flite_voices() + festival_voices()
     if not voices:
         raise GlassformerError(
             "no text-to-speech engine found: install espeak-ng (and flite), e.g. `make setup` "
             "or `apt-get install espeak-ng flite`"
         )
     return voices
+
+
+def tts_command(voice: Voice, text: str, rng: random.Random, raw: Path) -> list[str]:
+    """The command line that speaks `text` into the WAV `raw`, at a random speed (and pitch)."""
+    stretch = f"{rng.uniform(0.85, 1.25):.2f}"  # duration factor: > 1 is slower
+    if voice.engine == "espeak-ng":
+        speed, pitch = str(rng.randint(125, 200)), str(rng.randint(25, 75))  # words/min, 0-99
+        return ["espeak-ng", "-v", voice.name, "-s", speed, "-p", pitch, "-w", str(raw), text]
+    if voice.engine == "flite":
+        return [
+            "flite",
+            "-voice",
+            voice.name,
+            "--setf",
+            f"duration_stretch={stretch}",
+            "-t",
+            text,
+            "-o",
+            str(raw),
+        ]
+    script = raw.with_suffix(".txt")
+    script.write_text(text)
+    setup = f"(begin (voice_{voice.name}) (Parameter.set 'Duration_Stretch {stretch}))"
+    return ["text2wave", "-eval", setup, "-o", str(raw), str(script)]  # text2wave keeps one -eval
 
 
 def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
@@ -102,33 +146,7 @@ def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
-        if voice.engine == "espeak-ng":
-            command = [
-                "espeak-ng",
-                "-v",
-                voice.name,
-                "-s",
-                str(rng.randint(125, 200)),
-                "-p",
-                str(rng.randint(25, 75)),
-                "-w",
-                str(raw),
-                text,
-            ]
-        else:
-            stretch = f"{rng.uniform(0.85, 1.25):.2f}"
-            command = [
-                "flite",
-                "-voice",
-                voice.name,
-                "--setf",
-                f"duration_stretch={stretch}",
-                "-t",
-                text,
-                "-o",
-                str(raw),
-            ]
-        subprocess.run(command, capture_output=True, check=True)
+        subprocess.run(tts_command(voice, text, rng, raw), capture_output=True, check=True)
         waveform = load_audio(raw)
     peak = float(np.abs(waveform).max()) or 1.0
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))
@@ -156,7 +174,7 @@ def synthesize(
     for index in range(count):
         command = grammar.sample(rng)
         split = "val" if index % round(1 / val_fraction) == 0 else "train"  # every 7th, first too
-        voice = rng.choice(val_voices if split == "val" else train_voices)
+        voice = choose_voice(val_voices if split == "val" else train_voices, rng)
         jobs.append((f"{index:06d}", command, voice, split, rng.random()))
 
     def work(job: tuple[str, Command, Voice, str, float]) -> dict:
