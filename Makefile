@@ -41,8 +41,9 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	@ls bench/*.py >/dev/null 2>&1 || { echo "no benchmarks yet"; exit 0; }
-	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	$(PY) bench/bench_tokenizer.py
+	$(PY) bench/bench_lm.py
+	$(PY) bench/bench_speech.py speed
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
