@@ -158,10 +158,39 @@ def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, 
     return {name: document.get(name, {}) for name in sections}
 
 
-def merge_config(cls: type[ConfigT], *layers: Mapping[str, Any]) -> ConfigT:
-    """Build `cls` from dicts applied in order (preset, then TOML, then flags); unknown keys
-    and invalid values are errors naming the field."""
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        merged.update(layer)
-    return config_from_dict(cls, merged)
+def run_settings(
+    preset: tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]],
+    toml_path: str | None,
+    flags: Mapping[str, Mapping[str, Any]],
+    out: Any,
+    resume: bool,
+    derived: Iterable[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """The fields of a training run's [model], [train] and [data] tables, layered in order:
+    the preset's (model, train, data) dicts, or when resuming the saved run's settings from
+    OUT/last/config.json (so the same model is rebuilt); then the TOML file; then flags.
+
+    `derived` names model fields the data decides (e.g. the vocabulary size): they are
+    dropped from the saved settings and refused in the TOML file.
+    """
+    import json
+    from pathlib import Path
+
+    from glassformer.errors import GlassformerError
+
+    tables = ("model", "train", "data")
+    toml = read_toml(toml_path, tables)
+    derived = set(derived)
+    given = sorted(derived & set(toml["model"]))
+    if given:
+        raise GlassformerError(f"{', '.join(given)} come(s) from the data; remove from [model]")
+    if resume:
+        saved_path = Path(out) / "last" / "config.json"
+        if not saved_path.is_file():
+            raise GlassformerError(f"{saved_path.parent}: no checkpoint to resume from")
+        saved = json.loads(saved_path.read_text())
+        model = {k: v for k, v in saved["config"].items() if k not in derived}
+        bases = {"model": model, "train": saved["train"], "data": saved["data"]}
+    else:
+        bases = dict(zip(tables, preset, strict=True))
+    return {t: {**bases[t], **toml[t], **flags.get(t, {})} for t in tables}

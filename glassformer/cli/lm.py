@@ -49,11 +49,11 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from glassformer.configs import flag_overrides, merge_config
+    from glassformer.configs import config_from_dict, flag_overrides
     from glassformer.decoding.search import DecodeConfig
     from glassformer.tasks.textgen import generate_text, load_lm
 
-    config = merge_config(DecodeConfig, flag_overrides(args, DecodeConfig))
+    config = config_from_dict(DecodeConfig, flag_overrides(args, DecodeConfig))
     model, tokenizer = load_lm(args.checkpoint, args.device)
     sys.stdout.write(args.prompt)
     sys.stdout.flush()

@@ -24,7 +24,7 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
 
 
 def cmd_train_speech(args: argparse.Namespace) -> None:
-    from glassformer.configs import flag_overrides, merge_config, read_toml
+    from glassformer.configs import config_from_dict, flag_overrides, run_settings
     from glassformer.models.seq2seq import Seq2SeqConfig
     from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
     from glassformer.train.loop import TrainConfig
@@ -38,19 +38,27 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         synthesize(
             Grammar.from_yaml(args.grammar), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
         )
-    toml = read_toml(args.config, ["model", "train", "data"])
-    model_base, train_base = SPEECH_PRESETS[args.preset]
-    model_fields = {**model_base, **toml["model"], **flag_overrides(args, Seq2SeqConfig)}
-    train_config = merge_config(
-        TrainConfig, train_base, toml["train"], flag_overrides(args, TrainConfig)
-    )
     settings = data_dir / "dataset.json"  # written by `voice synth` (its --noise-dir)
     saved_noise = json.loads(settings.read_text()).get("noise_dir") if settings.is_file() else ""
     noise_dir = args.noise_dir or saved_noise
-    data_base = {"noise_dir": noise_dir} if noise_dir else {}
-    data_config = merge_config(
-        SpeechDataConfig, data_base, toml["data"], flag_overrides(args, SpeechDataConfig)
+    model_base, train_base = SPEECH_PRESETS[args.preset]
+    flags = {
+        "model": flag_overrides(args, Seq2SeqConfig),
+        "train": flag_overrides(args, TrainConfig),
+        "data": flag_overrides(args, SpeechDataConfig),
+    }
+    derived = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "ctc_head"]
+    fields = run_settings(
+        (model_base, train_base, {"noise_dir": noise_dir} if noise_dir else {}),
+        args.config,
+        flags,
+        out,
+        args.resume,
+        derived,
     )
+    model_fields = fields["model"]
+    train_config = config_from_dict(TrainConfig, fields["train"])
+    data_config = config_from_dict(SpeechDataConfig, fields["data"])
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
     say(f"# glassformer train speech: {args.grammar}, data {data_dir} -> {out}")
     result = train_speech(

@@ -95,15 +95,16 @@ def run_demo(
         f"with {noise_name} at {NOISY_SNR_DB:.0f} dB SNR"
     )
     rng = random.Random(0)
-    results = {}
+    clips = [load_audio(data_dir / row["audio"]) for row in rows]
+    results, first_heard = {}, None
     for condition in ("clean", "noisy"):
         scored = []
-        for row in rows:
-            waveform = load_audio(data_dir / row["audio"])
+        for row, waveform in zip(rows, clips, strict=True):
             if condition == "noisy":
                 waveform = add_noise(waveform, noise, NOISY_SNR_DB, rng)
             heard = transcribe(speech, waveform)
             scored.append(Scored(row["id"], row["text"], heard, is_accepted(heard, row)))
+        first_heard = first_heard or scored[0].transcript.text  # the first clean clip
         results[condition] = summarize(scored)
         print_table(condition, scored[:8], rows)
     for condition, summary in results.items():
@@ -112,7 +113,7 @@ def run_demo(
             f"WER {summary['wer']:.3f}, CER {summary['cer']:.3f} over {summary['files']} clips"
         )
     figure = out / "cross_attention.png"
-    draw_cross_attention(speech, load_audio(data_dir / rows[0]["audio"]), figure)
+    draw_cross_attention(speech, clips[0], first_heard, figure)
     print(f"4/4 cross-attention of the decoder over the audio frames: {figure}")
     return results
 
@@ -130,23 +131,22 @@ def print_table(condition: str, scored: list[Scored], rows: list[dict]) -> None:
 
 
 @torch.inference_mode()
-def draw_cross_attention(speech, waveform: np.ndarray, path: Path) -> None:  # noqa: ANN001
-    """Teacher-force the model's own transcription and plot its last decoder block's
-    cross-attention, averaged over heads."""
+def draw_cross_attention(speech, waveform: np.ndarray, heard: str, path: Path) -> None:  # noqa: ANN001
+    """Teacher-force the model's own transcription `heard` of `waveform` and plot its last
+    decoder block's cross-attention, averaged over heads."""
     from glassformer.audio.augment import trim_silence
     from glassformer.audio.features import compute_features
     from glassformer.explain.plots import plot_cross_attention
     from glassformer.explain.trace import attention_probabilities
     from glassformer.tasks.speech import SPECIALS
 
-    heard = transcribe(speech, waveform)
     tokenizer, model = speech.tokenizer, speech.model
     bos, eos = tokenizer.special_tokens[SPECIALS[1]], tokenizer.special_tokens[SPECIALS[2]]
-    ids = [bos, *tokenizer.encode(heard.text), eos]
+    ids = [bos, *tokenizer.encode(heard), eos]
     features = compute_features(torch.from_numpy(trim_silence(waveform)), speech.features)[None]
     memory, _ = model.encode(features)
     with attention_probabilities(model.decoder.blocks[-1].cross_attn) as captured:
         model.decode(torch.tensor([ids[:-1]]), memory)
     probs = captured[0][0].mean(dim=0).numpy()  # (T, S)
     labels = [tokenizer.decode([i]) for i in ids[1:]]
-    plot_cross_attention(probs, labels, 0.04, path, f'"{heard.text}"')  # 4 frames of 10 ms each
+    plot_cross_attention(probs, labels, 0.04, path, f'"{heard}"')  # 4 frames of 10 ms each

@@ -83,30 +83,21 @@ def resolve_lm_settings(
     preset: str, toml_path: str | None, flags: dict[type, dict[str, Any]], out: Path, resume: bool
 ) -> tuple[dict[str, Any], TrainConfig, LMDataConfig]:
     """Model fields (all but vocab_size, which the tokenizer decides), TrainConfig and
-    LMDataConfig from, in order: the preset (or, when resuming, the saved run's settings), the
-    [model]/[train]/[data] tables of the TOML file, then flags. Unknown keys are errors."""
-    import json
+    LMDataConfig, layered as configs.run_settings describes. Unknown keys are errors."""
+    from glassformer.configs import config_from_dict, run_settings
 
-    from glassformer.configs import merge_config, read_toml
-
-    toml = read_toml(toml_path, ["model", "train", "data"])
-    if resume:  # continue with the saved settings; flags may still change e.g. --steps
-        saved_path = out / "last" / "config.json"
-        if not saved_path.is_file():
-            raise GlassformerError(f"{out / 'last'}: no checkpoint to resume from")
-        saved = json.loads(saved_path.read_text())
-        model_base = {k: v for k, v in saved["config"].items() if k != "vocab_size"}
-        train_base, data_base = saved["train"], saved["data"]
-    else:
-        model_base, train_base = LM_PRESETS[preset]
-        data_base = {}
-    model_fields = {**model_base, **toml["model"], **flags.get(GPTConfig, {})}
-    if "vocab_size" in model_fields:
-        raise GlassformerError("vocab_size comes from the tokenizer; remove it from [model]")
-    merge_config(GPTConfig, {"vocab_size": 1}, model_fields)  # validate before any data work
-    train_config = merge_config(TrainConfig, train_base, toml["train"], flags.get(TrainConfig, {}))
-    data = merge_config(LMDataConfig, data_base, toml["data"], flags.get(LMDataConfig, {}))
-    return model_fields, train_config, data
+    model_base, train_base = LM_PRESETS[preset]
+    by_table = {
+        "model": flags.get(GPTConfig, {}),
+        "train": flags.get(TrainConfig, {}),
+        "data": flags.get(LMDataConfig, {}),
+    }
+    fields = run_settings(
+        (model_base, train_base, {}), toml_path, by_table, out, resume, derived=["vocab_size"]
+    )
+    config_from_dict(GPTConfig, {"vocab_size": 1, **fields["model"]})  # validate before the data
+    train_config = config_from_dict(TrainConfig, fields["train"])
+    return fields["model"], train_config, config_from_dict(LMDataConfig, fields["data"])
 
 
 def load_or_train_tokenizer(spec: str, files: list[Path], bpe_vocab_size: int) -> Tokenizer:

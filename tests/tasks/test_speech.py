@@ -169,3 +169,26 @@ def test_train_speech_uses_the_noise_dir_given_to_synth(tmp_path: Path) -> None:
     )
     saved = json.loads((out / "last" / "config.json").read_text())
     assert saved["data"]["noise_dir"] == str(noise) and saved["task"] == "speech"
+    # Resuming rebuilds the saved (tiny) model even though the default preset is "small".
+    assert (
+        main(
+            [
+                "train",
+                "speech",
+                "--grammar",
+                str(grammar),
+                "--data",
+                str(data),
+                "--steps",
+                "4",
+                "--eval-every",
+                "2",
+                "--out",
+                str(out),
+                "--resume",
+            ]
+        )
+        == 0
+    )
+    resumed = json.loads((out / "last" / "config.json").read_text())
+    assert resumed["step"] == 4 and resumed["config"] == saved["config"]
