@@ -37,6 +37,7 @@ from glassformer.layers.kv_cache import KVCache
 
 Step = Callable[[torch.Tensor, KVCache], torch.Tensor]  # (B, T) tokens -> (B, T, V) logits
 OnToken = Callable[[torch.Tensor], None]  # receives each step's new tokens, (B,)
+Restrict = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (N, T), (N, V) -> (N, V)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ def beam_search(
     length_penalty: float = 0.6,
     suppress: Iterable[int] = (),
     n_best: bool = False,
+    restrict: Restrict | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Keep the beam_size best partial hypotheses per row; return each row's best (or, with
     n_best, all of them best first with their length-normalized log-probabilities).
@@ -171,6 +173,8 @@ def beam_search(
     score / gnmt_length_penalty(generated length, alpha), and the best one is returned.
     `step` receives B * beam_size rows: row b * beam_size + k is beam k of input row b (an
     encoder-decoder's memory must be repeated the same way, with repeat_interleave).
+    `restrict` (constrained decoding, e.g. decoding/constraints.py) sees each beam's tokens so
+    far and its next-token log-probabilities and returns them with forbidden tokens at -inf.
 
     Shapes:
         prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends;
@@ -187,6 +191,8 @@ def beam_search(
     logits = step(tokens, cache)[:, -1]  # (B*K, V)
     for _ in range(max_new_tokens):
         log_probs = suppress_tokens(logits.float(), suppress).log_softmax(dim=-1)  # (B*K, V)
+        if restrict is not None:
+            log_probs = restrict(tokens, log_probs)
         if eos_id is not None:  # a finished hypothesis can only extend with eos, at no cost
             log_probs[finished] = float("-inf")
             log_probs[finished, eos_id] = 0.0

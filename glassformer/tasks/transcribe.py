@@ -1,9 +1,10 @@
 """Transcription: audio -> MFCC -> encoder -> beam search -> words -> intent and slots.
 
 Long real recordings are mostly silence around a short command: leading and trailing silence
-is trimmed first (audio/augment.trim_silence). With `constrain`, the beam's n-best list is
-searched for the best hypothesis the grammar can produce; when none fits, the command is
-rejected (intent None) rather than guessed.
+is trimmed first (audio/augment.trim_silence). With `constrain`, beam search may only write
+token sequences the grammar can produce (decoding/constraints.py), so the result is always a
+command; when even the best of them is unlikely (confidence below REJECT_BELOW) the command
+is rejected (intent None) rather than guessed.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import torch
 from glassformer.audio.augment import trim_silence
 from glassformer.audio.features import FeatureConfig, compute_features
 from glassformer.configs import config_from_dict
+from glassformer.decoding.constraints import TextConstraint
 from glassformer.errors import GlassformerError
 from glassformer.models.seq2seq import Seq2SeqTransformer
 from glassformer.tasks.speech import GRAMMAR_FILE, SPECIALS, TOKENIZER_FILE
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.checkpoint import resolve_checkpoint
 from glassformer.voice.grammar import Grammar
+
+REJECT_BELOW = 0.3  # constrained decoding: reject results less confident than this
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class SpeechModel:
     tokenizer: Tokenizer
     grammar: Grammar
     features: FeatureConfig
+    token_texts: list[str] | None = None  # each token's text, for constrained decoding
 
 
 def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
@@ -65,9 +70,17 @@ def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
 
 @torch.inference_mode()
 def transcribe(
-    speech: SpeechModel, waveform: np.ndarray, beam_size: int = 4, constrain: bool = False
+    speech: SpeechModel,
+    waveform: np.ndarray,
+    beam_size: int = 4,
+    constrain: bool = False,
+    reject_below: float = REJECT_BELOW,
 ) -> Transcript:
-    """One clip (16 kHz mono) to text, intent, slots and a confidence."""
+    """One clip (16 kHz mono) to text, intent, slots and a confidence.
+
+    With `constrain`, the beam writes only sentences of the grammar (token by token), and a
+    result whose confidence is below `reject_below` is rejected (intent None).
+    """
     from glassformer.decoding.search import beam_search
 
     model, tokenizer = speech.model, speech.tokenizer
@@ -89,7 +102,8 @@ def transcribe(
         return model.decode(tokens, memory_k, None, cache)
 
     prompt = torch.tensor([[bos]], device=device)
-    hypotheses, _ = beam_search(
+    restrict = grammar_constraint(speech, K) if constrain else None
+    hypotheses, scores = beam_search(
         step,
         model.new_cache(),
         prompt,
@@ -98,21 +112,35 @@ def transcribe(
         eos,
         suppress=[pad, bos],
         n_best=True,
+        restrict=restrict,
     )
-    candidates = [strip(h.tolist(), eos) for h in hypotheses[0]]
-    chosen = candidates[0]
-    command = speech.grammar.parse(tokenizer.decode(chosen))
-    if constrain and command is None:
-        for candidate in candidates[1:]:
-            command = speech.grammar.parse(tokenizer.decode(candidate))
-            if command is not None:
-                chosen = candidate
-                break
-    confidence = token_confidence(model, memory, [bos, *chosen, eos])
+    chosen = strip(hypotheses[0, 0].tolist(), eos)
     text = tokenizer.decode(chosen)
+    command = speech.grammar.parse(text) if scores[0, 0] > float("-inf") else None
+    confidence = token_confidence(model, memory, [bos, *chosen, eos])
+    if constrain and confidence < reject_below:
+        command = None  # the closest grammar sentence is too unlikely: a rejection
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence)
     return Transcript(command.text, command.intent, command.slots, confidence)
+
+
+def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
+    """Token-level grammar constraint: the beam may only write what the grammar can say."""
+    tokenizer = speech.tokenizer
+    specials = set(tokenizer.special_tokens.values())
+    if speech.token_texts is None:
+        speech.token_texts = [
+            "" if t in specials else tokenizer.decode([t]) for t in range(tokenizer.vocab_size)
+        ]
+    return TextConstraint(
+        speech.token_texts,
+        speech.grammar.can_continue,
+        speech.grammar.accepts,
+        tokenizer.special_tokens["<eos>"],
+        start=1,
+        keep=beam_size,
+    )
 
 
 def strip(tokens: list[int], eos: int) -> list[int]:

@@ -21,12 +21,15 @@ normalization (lower case, punctuation other than apostrophes removed).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import regex
 
 from glassformer.errors import GlassformerError
 
@@ -226,6 +229,39 @@ class Grammar:
                 else:
                     words.append(item)
         return Command(" ".join(words), intent, slots)
+
+    @functools.cached_property
+    def pattern(self) -> regex.Pattern:
+        """The grammar's whole language as one regular expression over " " + normalized text.
+
+        Every word is preceded by a space, so an optional element is simply an alternative
+        that matches nothing. Matching with `partial=True` tells whether a text can still grow
+        into a sentence of the grammar: what token-level constrained decoding asks each step.
+        """
+
+        def words(items: Alternative) -> str:
+            parts = []
+            for item in items:
+                if isinstance(item, Slot):
+                    phrases = sorted(self.slots[item.type], key=len, reverse=True)
+                    parts.append("(?:" + "|".join(" " + regex.escape(p) for p in phrases) + ")")
+                else:
+                    parts.append(" " + regex.escape(item))
+            return "".join(parts)
+
+        sentences = [
+            "".join("(?:" + "|".join(words(a) for a in element) + ")" for element in elements)
+            for elements in itertools.chain.from_iterable(self.expressions.values())
+        ]
+        return regex.compile("(?:" + "|".join(sentences) + ")")
+
+    def can_continue(self, text: str) -> bool:
+        """Whether some sentence of the grammar starts with this (normalized) text."""
+        return self.pattern.fullmatch(" " + text, partial=True) is not None
+
+    def accepts(self, text: str) -> bool:
+        """Whether the normalized text is a whole sentence of the grammar."""
+        return self.pattern.fullmatch(" " + text) is not None
 
     def parse(self, text: str) -> Command | None:
         """The intent and slots of a transcript that exactly matches a grammar path, else None."""

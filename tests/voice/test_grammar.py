@@ -110,3 +110,29 @@ def test_yes_no_on_off_stay_words_and_numbers_stay_text(tmp_path: Path) -> None:
 
 def test_normalize() -> None:
     assert normalize("  I'd like a Latte, please!  ") == "i'd like a latte please"
+
+
+@pytest.mark.parametrize("which", ["small", "desktop", "coffee"])
+def test_pattern_accepts_exactly_the_grammar_and_its_prefixes(which: str) -> None:
+    if which == "coffee" and not SHARED.is_file():
+        pytest.skip("../shared/data is optional")
+    grammar = {"small": small, "desktop": lambda: Grammar.from_yaml(DESKTOP)}.get(
+        which, lambda: Grammar.from_yaml(SHARED)
+    )()
+    rng = random.Random(0)
+    for _ in range(100):
+        text = grammar.sample(rng).text
+        assert grammar.accepts(text)
+        assert all(grammar.can_continue(text[:cut]) for cut in range(len(text)))
+        broken = text.rsplit(" ", 1)[0] + " zebra"
+        assert grammar.accepts(broken) == (grammar.parse(broken) is not None) is False
+        assert not grammar.can_continue(text + "zz")
+
+
+def test_pattern_handles_optional_words_and_slots() -> None:
+    grammar = small()
+    assert grammar.accepts("cancel") and grammar.accepts("cancel my order")
+    assert grammar.can_continue("cancel my") and not grammar.accepts("cancel my")
+    assert grammar.can_continue("i want a extra l")
+    assert not grammar.can_continue("i want a medium")
+    assert not grammar.can_continue("want")

@@ -1,0 +1,81 @@
+"""Constrained decoding: let a beam write only texts that some language allows.
+
+A language is given by two questions about text: `can_continue(text)` (is it the start of an
+allowed sentence?) and `accepts(text)` (is it a whole allowed sentence?). A command grammar
+answers both with one regular expression (voice/grammar.Grammar.pattern). Each decoding step a
+token is allowed when the text grows into something that can still continue, and end-of-text
+only when the text is a whole sentence. The model's own scores still rank what is allowed, so
+the beam finds the grammar sentence the model likes best: the grammar restricts, the audio
+chooses.
+
+Checks run on characters, not tokens, so any tokenizer works, including BPE tokens that hold
+parts of words. Tokens are tried from the most likely down and only until `keep` are allowed
+per beam: beam search with K beams never needs more than K continuations of one beam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+
+
+class TextConstraint:
+    """A `restrict` callable for decoding.search.beam_search.
+
+    Args:
+        token_texts: the text of every token id (specials may map to "").
+        can_continue: text -> whether an allowed sentence starts with it.
+        accepts: text -> whether it is a whole allowed sentence.
+        eos_id: the end-of-text token, allowed only after a whole sentence.
+        start: how many prompt tokens precede the written text (e.g. 1 for <bos>).
+        keep: allowed tokens to find per beam (the beam size is enough).
+    """
+
+    def __init__(
+        self,
+        token_texts: Sequence[str],
+        can_continue: Callable[[str], bool],
+        accepts: Callable[[str], bool],
+        eos_id: int,
+        start: int,
+        keep: int,
+    ) -> None:
+        self.token_texts = list(token_texts)
+        self.can_continue = can_continue
+        self.accepts = accepts
+        self.eos_id = eos_id
+        self.start = start
+        self.keep = keep
+
+    def text(self, row: list[int]) -> str:
+        return "".join(self.token_texts[t] for t in row[self.start :])
+
+    def allowed(self, text: str, ranked: Iterable[int]) -> list[int]:
+        """The first `keep` tokens of `ranked` (best first) that keep the text allowed."""
+        found = []
+        for token in ranked:
+            if token == self.eos_id:
+                ok = self.accepts(text)
+            else:
+                piece = self.token_texts[token]
+                ok = bool(piece) and self.can_continue(text + piece)
+            if ok:
+                found.append(token)
+                if len(found) == self.keep:
+                    break
+        return found
+
+    def __call__(self, tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+        """Shapes: tokens (N, T) so far, log_probs (N, V) -> (N, V) with the rest at -inf."""
+        restricted = torch.full_like(log_probs, float("-inf"))
+        order = log_probs.argsort(dim=-1, descending=True)  # (N, V)
+        for n, row in enumerate(tokens.tolist()):
+            if self.eos_id in row[self.start :]:  # finished: the search handles it
+                restricted[n] = log_probs[n]
+                continue
+            scores = log_probs[n].tolist()
+            ranked = (t for t in order[n].tolist() if scores[t] > float("-inf"))
+            allowed = self.allowed(self.text(row), ranked)
+            restricted[n, allowed] = log_probs[n, allowed]
+        return restricted

@@ -1,0 +1,81 @@
+"""Token-level constrained decoding: the beam writes only what the language allows, and the
+model's scores still choose among the allowed texts."""
+
+from __future__ import annotations
+
+import torch
+
+from glassformer.decoding.constraints import TextConstraint
+from glassformer.decoding.search import beam_search
+from glassformer.layers.kv_cache import KVCache
+from glassformer.voice.grammar import Grammar
+
+# Character tokens: ids 0..4 spell text, 5 = <bos>, 6 = <eos>.
+TEXTS = ["a", "b", "c", " ", "d", "", ""]
+BOS, EOS = 5, 6
+GRAMMAR = Grammar({"x": ["a b", "a c (d)"]}, {})
+
+
+def step_preferring(preferred: list[int]):  # noqa: ANN201
+    """A fake model: at position t it puts most weight on preferred[t] (then eos)."""
+
+    fed = 0
+
+    def step(tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        nonlocal fed
+        fed += tokens.size(1)
+        position = fed - 1  # tokens written so far (after <bos>)
+        logits = torch.zeros(tokens.size(0), tokens.size(1), len(TEXTS))
+        token = preferred[position] if position < len(preferred) else EOS
+        logits[:, -1, token] = 5.0
+        return logits
+
+    return step
+
+
+class Cache:
+    """The fake model keeps no state; beam search only asks the cache to reorder."""
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        pass
+
+
+def decode(preferred: list[int], constrained: bool) -> list[str]:
+    restrict = None
+    if constrained:
+        restrict = TextConstraint(TEXTS, GRAMMAR.can_continue, GRAMMAR.accepts, EOS, 1, 3)
+    tokens, scores = beam_search(
+        step_preferring(preferred),
+        Cache(),
+        torch.tensor([[BOS]]),
+        3,
+        8,
+        EOS,
+        suppress=[BOS],
+        n_best=True,
+        restrict=restrict,
+    )
+    texts = []
+    for row, score in zip(tokens[0].tolist(), scores[0].tolist(), strict=True):
+        if score > float("-inf"):
+            written = row[1 : row.index(EOS)] if EOS in row else row[1:]
+            texts.append("".join(TEXTS[t] for t in written))
+    return texts
+
+
+def test_the_constrained_beam_only_writes_grammar_sentences() -> None:
+    # the model wants "a d" (not a sentence); free decoding writes it, constrained cannot
+    assert decode([0, 3, 4], constrained=False)[0] == "a d"
+    texts = decode([0, 3, 4], constrained=True)
+    assert texts and all(GRAMMAR.accepts(t) for t in texts)
+
+
+def test_the_model_still_chooses_among_allowed_sentences() -> None:
+    assert decode([0, 3, 2, 3, 4], constrained=True)[0] == "a c d"
+    assert decode([0, 3, 1], constrained=True)[0] == "a b"
+
+
+def test_eos_only_after_a_whole_sentence() -> None:
+    constraint = TextConstraint(TEXTS, GRAMMAR.can_continue, GRAMMAR.accepts, EOS, 1, 7)
+    assert constraint.allowed("a", range(7)) == [3]  # only the space: "a" is not a sentence
+    assert sorted(constraint.allowed("a c", range(7))) == [3, EOS]  # " d" may follow, or end
