@@ -1,0 +1,33 @@
+"""Every explain section runs once per session into a temporary folder; tests read the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from glassformer.explain.sections import SECTIONS, run_section
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="session")
+def explain_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("explain")
+
+
+@pytest.fixture(scope="session")
+def results(explain_dir: Path) -> dict[str, dict]:
+    """Each section's result dict, by name (all figures written under explain_dir)."""
+    return {name: run_section(name, explain_dir) for name in SECTIONS}
+
+
+def assert_png(path: str | Path) -> None:
+    """A real PNG: the magic bytes, and PIL can decode the whole image."""
+    from PIL import Image
+
+    data = Path(path).read_bytes()
+    assert data[:8] == PNG_MAGIC, f"{path} is not a PNG"
+    with Image.open(path) as image:
+        image.load()
+        assert image.size[0] > 50 and image.size[1] > 50, f"{path}: {image.size}"
