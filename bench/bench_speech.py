@@ -2,6 +2,7 @@
 command accuracy on real recordings after training on synthesized speech only.
 
     .venv/bin/python bench/bench_speech.py speed
+    .venv/bin/python bench/bench_speech.py latency  [--run runs/demo]   # after make demo
     .venv/bin/python bench/bench_speech.py digits   [--steps N]   # FSDD, 6 real speakers
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
     .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
@@ -84,6 +85,10 @@ def speed() -> dict:
     return result
 
 
+REUSE = False  # --reuse: transcribe with the run already trained, if there is one
+DATA_FIELDS: dict = {}  # --set FIELD=VALUE: SpeechDataConfig overrides (ablations)
+
+
 def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
     from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
     from glassformer.train.loop import TrainConfig
@@ -91,13 +96,14 @@ def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
     from glassformer.voice.synth import synthesize
 
     data, run = WORK / f"{name}-data", WORK / f"{name}-run"
+    if REUSE and (run / "last").is_dir():
+        return run
     synthesize(Grammar.from_yaml(grammar), data, clips, progress=False)
     model_fields, train_fields = SPEECH_PRESETS["small"]
     config = TrainConfig(**{**train_fields, "steps": steps})
     noise = str(SHARED / "noise")
-    train_speech(
-        grammar, data, model_fields, config, SpeechDataConfig(noise_dir=noise), run, progress=False
-    )
+    data_config = SpeechDataConfig(noise_dir=noise, **DATA_FIELDS)
+    train_speech(grammar, data, model_fields, config, data_config, run, progress=False)
     return run
 
 
@@ -119,6 +125,33 @@ def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
         "median_latency_s": statistics.median(t for t, _ in latencies),
         "real_time_factor": sum(t for t, _ in latencies) / sum(s for _, s in latencies),
     }
+
+
+def latency(run: Path, data: Path) -> dict:
+    """End-to-end transcription time of 2-second commands (features, encoder, beam search,
+    grammar), median over held-out clips of the demo grammar cut or padded to 2 s."""
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.transcribe import load_speech_model, transcribe
+    from glassformer.voice.synth import read_manifest
+
+    speech = load_speech_model(run)
+    clips = []
+    for row in read_manifest(data):
+        waveform = load_audio(data / row["audio"])
+        if row["split"] == "val" and len(waveform) >= 24_000:
+            clips.append(np.pad(waveform, (0, 32_000))[:32_000])
+    result = {"clips": len(clips[:30])}
+    for constrain in (False, True):
+        times = []
+        for waveform in clips[:30]:
+            transcribe(speech, waveform, constrain=constrain)  # warm (shapes, caches)
+            times.append(
+                median_seconds(lambda w=waveform, c=constrain: transcribe(speech, w, 4, c))
+            )
+        name = "constrained" if constrain else "free"
+        result[f"{name}_median_s"] = statistics.median(times)
+        result[f"{name}_real_time_factor"] = statistics.median(times) / 2.0
+    return result
 
 
 def digits(steps: int) -> dict:
@@ -166,11 +199,30 @@ def coffee(steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["speed", "digits", "words", "coffee"])
+    parser.add_argument("what", choices=["speed", "latency", "digits", "words", "coffee"])
+    parser.add_argument("--run", default="runs/demo", help="latency: the trained model")
+    parser.add_argument("--data", help="latency: its dataset (default: the demo's cache)")
     parser.add_argument("--steps", type=int, default=1200, help="training steps")
+    parser.add_argument("--reuse", action="store_true", help="skip training if a run exists")
+    parser.add_argument(
+        "--set", action="append", default=[], help="SpeechDataConfig FIELD=NUMBER (ablations)"
+    )
     args = parser.parse_args()
+    global REUSE
+    REUSE = args.reuse
+    for assignment in args.set:
+        name, value = assignment.split("=")
+        DATA_FIELDS[name] = float(value)
     torch.manual_seed(0)
-    result = speed() if args.what == "speed" else globals()[args.what](args.steps)
+    if args.what == "speed":
+        result = speed()
+    elif args.what == "latency":
+        from glassformer.tasks.textgen import default_cache_root
+
+        data = Path(args.data or default_cache_root() / "voice" / "desktop-2500")
+        result = latency(Path(args.run), data)
+    else:
+        result = globals()[args.what](args.steps)
     print(json.dumps({args.what: result}, indent=1))
     sys.stdout.flush()
 

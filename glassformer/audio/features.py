@@ -133,7 +133,7 @@ def mel_to_hz(mel: torch.Tensor, scale: str) -> torch.Tensor:
     return torch.where(mel >= 15.0, 1000.0 * torch.exp(log_step * (mel - 15.0)), mel * (200.0 / 3))
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
 def mel_filterbank(
     n_mels: int,
     n_fft: int,
@@ -142,8 +142,11 @@ def mel_filterbank(
     f_max: float,
     scale: str = "slaney",
     norm: str = "slaney",
+    warp: float = 1.0,
 ) -> torch.Tensor:
     """Triangular filters with centres evenly spaced in mels, as weights over FFT bins.
+
+    `warp` != 1 moves the filter edges by warp_frequency: vocal-tract-length perturbation.
 
     Filter m rises linearly from the centre of filter m-1 to its own centre and falls to the
     centre of filter m+1 (edges in Hz). Slaney normalization divides each by its width,
@@ -161,7 +164,7 @@ def mel_filterbank(
         n_mels + 2,
         dtype=torch.float64,
     )
-    hz_edges = mel_to_hz(mel_edges, scale)  # (M + 2,)
+    hz_edges = warp_frequency(mel_to_hz(mel_edges, scale), warp, f_max)  # (M + 2,)
     left, centre, right = hz_edges[:-2, None], hz_edges[1:-1, None], hz_edges[2:, None]  # (M, 1)
     rising = (fft_hz - left) / (centre - left)  # (M, F)
     falling = (right - fft_hz) / (right - centre)
@@ -169,6 +172,21 @@ def mel_filterbank(
     if norm == "slaney":
         weights = weights * (2.0 / (right - left))
     return weights.float()
+
+
+def warp_frequency(hz: torch.Tensor, warp: float, f_max: float) -> torch.Tensor:
+    """Vocal-tract-length warping (Jaitly & Hinton 2013): frequencies scale by `warp`, a
+    longer (warp < 1) or shorter (warp > 1) vocal tract, up to a knee; above it a straight
+    line takes the rest of the band to f_max, so the band's edges stay where they are.
+
+    A filter edge at h * warp reads the energy that a speaker with the warped tract would put
+    at h. warp 1 is the identity.
+    """
+    if warp == 1.0:
+        return hz
+    knee = 0.8 * f_max * min(warp, 1.0) / warp  # input frequency where the straight part starts
+    above = warp * knee + (hz - knee) * (f_max - warp * knee) / (f_max - knee)
+    return torch.where(hz <= knee, hz * warp, above)
 
 
 def log_energy(energy: torch.Tensor, floor: float = 1e-10) -> torch.Tensor:
@@ -224,8 +242,11 @@ def normalize_utterance(features: torch.Tensor, eps: float = 1e-5) -> torch.Tens
     return (features - mean) / (std + eps)
 
 
-def compute_features(waveform: torch.Tensor, config: FeatureConfig | None = None) -> torch.Tensor:
-    """The whole pipeline of the module docstring.
+def compute_features(
+    waveform: torch.Tensor, config: FeatureConfig | None = None, warp: float = 1.0
+) -> torch.Tensor:
+    """The whole pipeline of the module docstring; `warp` != 1 perturbs the vocal-tract
+    length (training augmentation, see warp_frequency).
 
     Shapes:
         waveform: (..., L)   returns: (..., config.n_features, n_frames(L))
@@ -233,7 +254,7 @@ def compute_features(waveform: torch.Tensor, config: FeatureConfig | None = None
     c = config or FeatureConfig()
     power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)
     filters = mel_filterbank(
-        c.n_mels, c.n_fft, c.sample_rate, c.f_min, c.f_max, c.mel_scale, c.mel_norm
+        c.n_mels, c.n_fft, c.sample_rate, c.f_min, c.f_max, c.mel_scale, c.mel_norm, warp
     ).to(power)  # (M, F)
     features = log_energy(filters @ power, c.log_floor)  # (..., M, N)
     if c.kind == "mfcc":

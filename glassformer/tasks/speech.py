@@ -5,9 +5,10 @@
 
 Training reads a synthesized dataset (manifest + 16 kHz clips), augments every training clip
 on the fly (speed, gain, reverb, telephone band, background noise at a random SNR, silence
-around the command), computes MFCCs, and teaches a Seq2SeqTransformer with a feature source
-to write the command's words (a BPE tokenizer trained on the grammar's sentences). Every
-checkpoint also holds the tokenizer and the grammar, so `transcribe` needs nothing else.
+around the command), computes MFCCs (optionally with a random vocal-tract length and tempo),
+masks them (SpecAugment), and teaches a Seq2SeqTransformer with a feature source to write the
+command's words (a BPE tokenizer trained on the grammar's sentences). Every checkpoint also
+holds the tokenizer and the grammar, so `transcribe` needs nothing else.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ class SpeechDataConfig:
     noise_prob: float = 0.6  # share of training clips that get background noise
     snr_min: float = 5.0  # lowest signal-to-noise ratio mixed in, dB
     snr_max: float = 30.0  # highest, dB
-    speed_range: float = 0.1  # speed factors drawn from 1 +- this
+    speed_range: float = 0.1  # speed factors (tempo and pitch together) drawn from 1 +- this
+    tempo_range: float = 0.0  # tempo factors (duration only, pitch kept) from 1 +- this
+    vtlp_range: float = 0.0  # vocal-tract-length warp factors from 1 +- this (0.1 is usual;
+    # off by default: on real digits it did not help, see docs/benchmarks.md)
     augment_prob: float = 0.2  # chance of each of reverb and telephone band per clip
     pad_seconds: float = 0.5  # up to this much silence before and after each training clip
     spec_augment: bool = True  # SpecAugment time and frequency masks on training features
@@ -174,6 +178,20 @@ class SpeechTask:
             )
         return augment.change_gain(waveform, rng.uniform(-12, 6))
 
+    def augmented_features(
+        self, waveform: np.ndarray, rng: random.Random, generator: torch.Generator
+    ) -> torch.Tensor:
+        """Features with a random vocal-tract length and tempo, then SpecAugment masks."""
+        d = self.data
+        warp = 1.0
+        if d.vtlp_range > 0:
+            warp = round(rng.uniform(1 - d.vtlp_range, 1 + d.vtlp_range), 2)  # few cached banks
+        features = compute_features(torch.from_numpy(waveform), self.features, warp)  # (M, N)
+        if d.tempo_range > 0:
+            tempo = rng.uniform(1 - d.tempo_range, 1 + d.tempo_range)
+            features = augment.change_tempo(features, tempo)
+        return augment.spec_augment(features, generator) if d.spec_augment else features
+
     def get_batch(self, split: str, generator: torch.Generator) -> Batch:
         rows = self.rows[split]
         picks = torch.randint(len(rows), (self.batch_size,), generator=generator).tolist()
@@ -182,10 +200,9 @@ class SpeechTask:
         for index in picks:
             waveform = self.waveforms[rows[index]["id"]]
             if split == "train":
-                waveform = self.augmented(waveform, rng)
-            features = compute_features(torch.from_numpy(waveform), self.features)  # (M, N)
-            if split == "train" and self.data.spec_augment:
-                features = augment.spec_augment(features, generator)
+                features = self.augmented_features(self.augmented(waveform, rng), rng, generator)
+            else:
+                features = compute_features(torch.from_numpy(waveform), self.features)  # (M, N)
             clips.append(features)
             targets.append([self.bos, *self.tokenizer.encode(rows[index]["text"]), self.eos])
         return self.collate(clips, targets)

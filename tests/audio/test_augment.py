@@ -56,3 +56,13 @@ def test_reverb_and_gain_keep_length() -> None:
     x = tone()
     assert len(augment.add_reverb(x, random.Random(0))) == len(x)
     assert np.allclose(augment.change_gain(x, -6.0), x * 10 ** (-6 / 20), atol=1e-6)
+
+
+def test_tempo_changes_duration_but_not_the_spectrum() -> None:
+    from glassformer.audio.features import compute_features
+
+    features = compute_features(torch.from_numpy(tone(440.0)))  # (13, 101)
+    faster = augment.change_tempo(features, 1.25)
+    assert faster.shape == (13, round(101 / 1.25))
+    middle = features[:, 10:90].mean(-1)
+    assert torch.allclose(faster[:, 8:72].mean(-1), middle, atol=1e-3)  # same sound, shorter

@@ -12,6 +12,7 @@ from glassformer.audio.features import (
     n_frames,
     normalize_utterance,
     pre_emphasize,
+    warp_frequency,
 )
 
 
@@ -58,3 +59,25 @@ def test_config_validation() -> None:
         FeatureConfig(n_mfcc=50)
     with pytest.raises(ValueError, match="f_max=9000"):
         FeatureConfig(f_max=9000)
+
+
+def test_vocal_tract_warp_moves_a_tone_and_keeps_the_band_edges() -> None:
+    from glassformer.audio.features import log_energy, mel_filterbank, power_spectrogram
+
+    hz = torch.tensor([0.0, 1000.0, 3000.0, 7600.0], dtype=torch.float64)
+    assert torch.equal(warp_frequency(hz, 1.0, 7600.0), hz)
+    for warp in (0.9, 1.1):
+        warped = warp_frequency(torch.linspace(0, 7600, 500, dtype=torch.float64), warp, 7600.0)
+        assert warped[0] == 0 and warped[-1] == pytest.approx(7600.0)  # edges stay
+        assert bool((warped.diff() > 0).all())  # monotonic: filters keep their order
+        assert warp_frequency(hz, warp, 7600.0)[1] == pytest.approx(1000.0 * warp)
+    tone = torch.sin(2 * torch.pi * 1000.0 * torch.arange(16_000) / 16_000)
+    power = power_spectrogram(tone)
+
+    def peak_band(warp: float) -> int:
+        filters = mel_filterbank(40, 400, 16_000, 20.0, 7600.0, warp=warp)
+        return int(log_energy(filters @ power).mean(-1).argmax())
+
+    # edges at h * warp: a longer tract (warp < 1) reads the tone in a higher band
+    assert peak_band(0.9) > peak_band(1.0) > peak_band(1.1)
+    assert compute_features(tone, warp=1.1).shape == compute_features(tone).shape
