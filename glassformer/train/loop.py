@@ -58,6 +58,7 @@ class TrainConfig:
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
+    max_minutes: float = 0.0  # stop (evaluate, checkpoint) after this much training; 0 = no limit
 
     def __post_init__(self) -> None:
         require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
@@ -225,7 +226,8 @@ def train(
         unit="step",
     )
     start, tokens_seen, loss_value = time.perf_counter(), 0, math.nan
-    while step < config.steps:
+    out_of_time = False
+    while step < config.steps and not out_of_time:
         step_start = time.perf_counter()
         lr = learning_rate(config, step, d_model)
         for group in optimizer.param_groups:
@@ -256,6 +258,9 @@ def train(
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        if config.max_minutes > 0:  # every process must agree, or DDP would wait forever
+            late = torch.tensor(float(time.perf_counter() - start >= config.max_minutes * 60))
+            out_of_time = distributed.mean_over_ranks(late.to(device), ctx).item() > 0
 
         step_tokens = task.count_tokens(batch) * ctx.world_size
         tokens_seen += step_tokens
@@ -273,18 +278,20 @@ def train(
                 loss=f"{loss_value:.4f}", tok_s=f"{tokens_per_second:,.0f}", refresh=False
             )
             bar.update()
-        if step % config.eval_every == 0 or step == config.steps:
+        last_step = step == config.steps or out_of_time
+        if step % config.eval_every == 0 or last_step:
             val_loss = evaluate(model, task, config, device, ctx)
             if log is not None:
                 perplexity = math.exp(min(val_loss, 50.0))
-                row = {"step": step, "val_loss": val_loss, "val_ppl": perplexity}
+                elapsed = round(time.perf_counter() - start, 1)  # this call's training time
+                row = {"step": step, "val_loss": val_loss, "val_ppl": perplexity, "time_s": elapsed}
                 log.write({**row, **task.extra_metrics(val_loss)})
                 bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}")
                 plot_loss_curve(log.read(), out / "loss.png")
             if val_loss < best_val:
                 best_val = val_loss
                 save(out / "best", with_state=False)
-        if step % config.checkpoint_every == 0 or step == config.steps:
+        if step % config.checkpoint_every == 0 or last_step:
             save(out / "last", with_state=True)
     bar.close()
     seconds = time.perf_counter() - start

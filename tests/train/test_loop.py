@@ -155,6 +155,21 @@ def test_run_writes_best_last_metrics_and_curve_and_learns(tmp_path: Path) -> No
     assert header["train"]["steps"] == 60 and header["task"] == "counting"
 
 
+def test_a_time_limit_stops_with_an_evaluation_and_a_checkpoint(tmp_path: Path) -> None:
+    result = train(
+        make_model(), CountingTask(4), config(max_minutes=1e-9), tmp_path, progress=False
+    )
+    assert result.step == 1  # the limit is checked after each optimizer step
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").open()]
+    assert rows[-1]["step"] == 1 and "val_loss" in rows[-1] and rows[-1]["time_s"] >= 0
+    state = json.loads((tmp_path / "last" / "train_state.json").read_text())
+    assert state["step"] == 1  # resumable from where the time ran out
+    resumed = train(
+        make_model(), CountingTask(4), config(steps=3), tmp_path, resume=True, progress=False
+    )
+    assert resumed.step == 3
+
+
 def test_train_config_validation() -> None:
     with pytest.raises(ValueError, match="batch_size=10 is not divisible by grad_accum=3"):
         TrainConfig(batch_size=10, grad_accum=3)
