@@ -12,8 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from glassformer.cli.explain import add_explain_commands
 from glassformer.cli.lm import add_training_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
+from glassformer.cli.translate import add_translation_commands
 from glassformer.cli.voice import add_voice_commands
 
 EXIT_USER_ERROR = 2
@@ -85,6 +87,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     add_tokenizer_commands(commands, formatter)
     train_tasks = add_training_commands(commands, formatter, words)
     add_voice_commands(commands, train_tasks, formatter, words)
+    add_translation_commands(commands, train_tasks, formatter, words)
+    add_explain_commands(commands, formatter)
     return parser
 
 

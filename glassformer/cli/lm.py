@@ -76,6 +76,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if task == "speech":
         evaluate_speech_command(args)
         return
+    if task == "translation":
+        from glassformer.cli.translate import evaluate_translation_command
+
+        evaluate_translation_command(args)
+        return
     if not args.data:
         raise ValueError("a language model is evaluated on --data FILE")
     from glassformer.tasks.textgen import evaluate_lm, load_lm
@@ -173,11 +178,12 @@ def add_training_commands(
 
     evaluate = commands.add_parser(
         "evaluate",
-        help="loss and perplexity of a trained language model on a text file",
+        help="score a trained model: perplexity, WER and acceptance, or BLEU and chrF",
         formatter_class=formatter,
         description="A language model: loss, perplexity and bits per byte on --data. A speech "
         "model: WER, CER and command acceptance (intent and every slot right) on --audio-dir "
-        "with --labels, plus each file it got wrong.",
+        "with --labels, plus each file it got wrong. A translation model: sacrebleu BLEU and "
+        "chrF (with their signatures) of translating --src against --ref.",
     )
     evaluate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
     evaluate.add_argument("--data", metavar="FILE", help="text file (language models)")
@@ -188,6 +194,12 @@ def add_training_commands(
         help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
     )
     evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
+    evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
+    evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")
+    evaluate.add_argument("--beam", type=int, default=4, help="beam size (translation)")
+    evaluate.add_argument(
+        "--hypotheses", metavar="FILE", help="also write the translations here (translation)"
+    )
     evaluate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
     evaluate.set_defaults(handler=cmd_evaluate)
     return sub  # `train`'s tasks; the speech task adds itself there

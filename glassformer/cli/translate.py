@@ -1,0 +1,150 @@
+"""`glassformer train translation`, `translate`, and `evaluate` for translation models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def cmd_train_translation(args: argparse.Namespace) -> None:
+    from glassformer.configs import config_from_dict, flag_overrides, run_settings
+    from glassformer.models.seq2seq import Seq2SeqConfig
+    from glassformer.tasks.parallel import read_parallel
+    from glassformer.tasks.translate import (
+        TRANSLATION_PRESETS,
+        TranslationDataConfig,
+        train_translation,
+    )
+    from glassformer.train.loop import TrainConfig
+
+    out = Path(args.out)
+    flags = {
+        "model": flag_overrides(args, Seq2SeqConfig),
+        "train": flag_overrides(args, TrainConfig),
+        "data": flag_overrides(args, TranslationDataConfig),
+    }
+    derived = ["src_vocab_size", "tgt_vocab_size", "share_embeddings", "source", "n_features"]
+    fields = run_settings(
+        TRANSLATION_PRESETS[args.preset], args.config, flags, out, args.resume, derived
+    )
+    train_config = config_from_dict(TrainConfig, fields["train"])
+    data_config = config_from_dict(TranslationDataConfig, fields["data"])
+    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
+    corpus = read_parallel(args.data, args.src, args.tgt, max_chars=data_config.max_chars)
+    say(f"# glassformer train translation: {corpus.summary()} -> {out}")
+    valid = None
+    if args.valid_data or args.valid_src:
+        valid_corpus = read_parallel(
+            args.valid_data, args.valid_src, args.valid_tgt, max_chars=data_config.max_chars
+        )
+        say(f"# validation: {valid_corpus.summary()}")
+        valid = valid_corpus.pairs
+    result = train_translation(
+        corpus.pairs,
+        valid,
+        fields["model"],
+        train_config,
+        data_config,
+        out,
+        args.resume,
+        progress=sys.stderr.isatty(),
+    )
+    say(
+        f"trained to step {result.step} in {result.seconds:.0f} s; validation loss "
+        f"{result.val_loss:.4f}; checkpoints in {out}/best and {out}/last; "
+        f"metrics (with val_bleu) in {out}/metrics.jsonl"
+    )
+
+
+def cmd_translate(args: argparse.Namespace) -> None:
+    from glassformer.errors import GlassformerError
+    from glassformer.tasks.translation_inference import load_translator, translate
+
+    if args.text == ["-"]:
+        sentences = [line.rstrip("\n") for line in sys.stdin]
+    elif args.text:
+        sentences = args.text
+    else:
+        raise GlassformerError("give sentences to translate, or - to read them from stdin")
+    translator = load_translator(args.checkpoint, args.device)
+    results = translate(
+        translator, sentences, args.beam, args.length_penalty, progress=sys.stderr.isatty()
+    )
+    for source, result in zip(sentences, results, strict=True):
+        print(json.dumps({"source": source, "translation": result}) if args.json else result)
+
+
+def evaluate_translation_command(args: argparse.Namespace) -> None:
+    from glassformer.tasks.translation_inference import evaluate_translation, load_translator
+
+    if not (args.src and args.ref):
+        raise ValueError("a translation model is evaluated with --src FILE --ref FILE")
+    translator = load_translator(args.checkpoint, args.device)
+    rows, scores = evaluate_translation(
+        translator, Path(args.src), Path(args.ref), args.beam, progress=sys.stderr.isatty()
+    )
+    if args.hypotheses:
+        Path(args.hypotheses).write_text("".join(h + "\n" for _, _, h in rows), encoding="utf-8")
+    print(f"{scores['sentences']} sentences, beam {args.beam}")
+    print(f"BLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
+    print(f"chrF {scores['chrf']:.2f}  ({scores['chrf_signature']})")
+
+
+def add_translation_commands(
+    commands: argparse._SubParsersAction,
+    train_tasks: argparse._SubParsersAction,
+    formatter: type,
+    words: set[str],
+) -> None:
+    from glassformer.configs import add_config_flags
+
+    train = train_tasks.add_parser(
+        "translation",
+        help="an encoder-decoder for translation (the paper's task)",
+        formatter_class=formatter,
+        description="Train the paper's encoder-decoder with its recipe (post-norm, label "
+        "smoothing 0.1, Adam (0.9, 0.98, 1e-9), warmup then inverse square root, shared BPE "
+        "vocabulary and embeddings) on sentence pairs: --data TSV, or --src and --tgt "
+        "line-aligned files (.gz too), or by default English-German example sentences from "
+        "the Debian package trans-de-en. Batches are sized by tokens (--max-tokens). "
+        "Validation BLEU is logged at every evaluation. Writes OUT/best, OUT/last, "
+        "OUT/metrics.jsonl, OUT/loss.png.",
+    )
+    train.add_argument("--data", metavar="TSV", help="source<TAB>target lines")
+    train.add_argument("--src", metavar="FILE", help="source sentences, one per line")
+    train.add_argument("--tgt", metavar="FILE", help="their translations, line by line")
+    train.add_argument("--valid-data", metavar="TSV", help="validation pairs (TSV)")
+    train.add_argument("--valid-src", metavar="FILE", help="validation source sentences")
+    train.add_argument("--valid-tgt", metavar="FILE", help="validation translations")
+    train.add_argument("--preset", default="small", choices=["base", "small", "tiny"])
+    train.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
+    train.add_argument("--out", default="runs/translation", help="run directory")
+    train.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
+    if "translation" in words:
+        from glassformer.models.seq2seq import Seq2SeqConfig
+        from glassformer.tasks.translate import TranslationDataConfig
+        from glassformer.train.loop import TrainConfig
+
+        skip = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "frontend"]
+        add_config_flags(train, Seq2SeqConfig, skip=[*skip, "share_embeddings", "ctc_head"])
+        add_config_flags(train, TrainConfig)
+        add_config_flags(train, TranslationDataConfig)
+    train.set_defaults(handler=cmd_train_translation)
+
+    translate = commands.add_parser(
+        "translate",
+        help="translate sentences with a trained model",
+        formatter_class=formatter,
+        description="Translate the given sentences, or the lines of stdin with -, in batches "
+        "of similar length: beam search by default, --beam 1 for greedy decoding.",
+    )
+    translate.add_argument("checkpoint", metavar="DIR", help="a translation run or checkpoint")
+    translate.add_argument("text", nargs="*", metavar="TEXT", help="sentences, or - for stdin")
+    translate.add_argument("--beam", type=int, default=4, help="beam size (1 = greedy)")
+    translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
+    translate.add_argument("--json", action="store_true", help="one JSON object per sentence")
+    translate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    translate.set_defaults(handler=cmd_translate)

@@ -1,0 +1,279 @@
+"""Translation: the paper's own task, on the article's encoder stack and cross-attention.
+
+    pairs (tasks/parallel.py) --> BPE (shared by default) --> length-bucketed token batches
+      --> Seq2SeqTransformer (the paper's recipe) --> the shared training loop
+    text --> encoder once --> beam search (or greedy) through the decoder --> text
+
+Batches hold a token budget, not a sentence count (data.max_tokens): pairs of similar length go
+together, so little of each batch is padding. Validation BLEU (sacrebleu, on detokenized text:
+byte-level BPE decodes back to the original spelling) is computed at every evaluation from a
+fixed set of validation sentences. Every checkpoint holds its tokenizer(s), so a checkpoint
+directory is all `translate` and `evaluate` need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from glassformer.configs import require_positive
+from glassformer.errors import GlassformerError
+from glassformer.tasks.parallel import split_pairs, token_batches
+from glassformer.tokenizer.base import Tokenizer
+from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
+
+TOKENIZER_FILE = "tokenizer.json"  # the target's (and, when shared, the source's) tokenizer
+SOURCE_TOKENIZER_FILE = "source_tokenizer.json"  # only with separate vocabularies
+SPECIALS = ["<pad>", "<bos>", "<eos>"]
+
+
+@dataclass(frozen=True)
+class TranslationDataConfig:
+    bpe_vocab_size: int = 8000  # BPE vocabulary per tokenizer (bytes + merges + 3 specials)
+    shared_vocab: bool = True  # one BPE for source and target, and one embedding table
+    max_tokens: int = 2048  # tokens per batch (rows x longest side, padding included)
+    valid_size: int = 500  # pairs held out for validation when no validation set is given
+    max_chars: int = 400  # pairs with a longer side are dropped (and counted)
+    bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU at each eval
+
+    def __post_init__(self) -> None:
+        require_positive(self, "bpe_vocab_size", "max_tokens", "max_chars")
+        if self.valid_size < 0 or self.bleu_sentences < 0:
+            raise ValueError("valid_size and bleu_sentences must be >= 0")
+
+
+# Presets: (Seq2SeqConfig fields, TrainConfig fields, TranslationDataConfig fields). The
+# paper's recipe throughout: post-norm, label smoothing 0.1, Adam (0.9, 0.98, 1e-9), warmup
+# then inverse square root, shared embeddings (vocabulary sizes come from the data).
+PAPER_TRAIN = {
+    "schedule": "inverse_sqrt",
+    "lr": 1.0,  # a multiplier of the paper's curve
+    "beta1": 0.9,
+    "beta2": 0.98,
+    "adam_eps": 1e-9,
+    "label_smoothing": 0.1,
+    "weight_decay": 0.0,
+}
+TRANSLATION_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+    "tiny": (  # tests: reverses short word sequences after ~400 steps (seconds)
+        {
+            "d_model": 64,
+            "n_heads": 4,
+            "n_encoder_layers": 2,
+            "n_decoder_layers": 2,
+            "d_ff": 128,
+            "dropout": 0.0,
+        },
+        {**PAPER_TRAIN, "lr": 0.5, "steps": 400, "warmup_steps": 50, "eval_every": 200},
+        {"bpe_vocab_size": 300, "max_tokens": 256, "valid_size": 20, "bleu_sentences": 10},
+    ),
+    "small": (  # Multi30k-sized data on a CPU: D 256, 3 + 3 layers, about 9 M parameters
+        {
+            "d_model": 256,
+            "n_heads": 4,
+            "n_encoder_layers": 3,
+            "n_decoder_layers": 3,
+            "d_ff": 1024,
+            "dropout": 0.1,
+        },
+        {
+            **PAPER_TRAIN,
+            "lr": 2.0,
+            "steps": 12000,
+            "warmup_steps": 1000,
+            "eval_every": 500,
+            "eval_batches": 10,
+            "checkpoint_every": 500,
+        },
+        {"bpe_vocab_size": 8000, "max_tokens": 3000},
+    ),
+    "base": (  # the paper's base model (65 M parameters with a 37k vocabulary): for a GPU
+        {"d_model": 512, "n_heads": 8, "n_encoder_layers": 6, "n_decoder_layers": 6},
+        {**PAPER_TRAIN, "steps": 100_000, "warmup_steps": 4000, "eval_every": 2000},
+        {"bpe_vocab_size": 37000, "max_tokens": 25000},
+    ),
+}
+
+
+def translation_model_config(
+    overrides: dict[str, Any], src_vocab: int, tgt_vocab: int, shared: bool
+):  # noqa: ANN201 - Seq2SeqConfig
+    """A Seq2SeqConfig over token sources with the paper's defaults (post-norm, tied output)."""
+    from glassformer.models.seq2seq import Seq2SeqConfig
+
+    base = {
+        "src_vocab_size": src_vocab,
+        "tgt_vocab_size": tgt_vocab,
+        "share_embeddings": shared,
+        "max_src_len": 256,
+        "max_tgt_len": 256,
+    }
+    return Seq2SeqConfig(**{**base, **overrides})
+
+
+def train_tokenizers(
+    pairs: list[tuple[str, str]], data: TranslationDataConfig
+) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) BPE tokenizers trained on the training pairs; one object if shared."""
+    import warnings
+
+    from glassformer.tokenizer.training import train_bpe_tokenizer
+
+    sources = "\n".join(s for s, _ in pairs)
+    targets = "\n".join(t for _, t in pairs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a small corpus may allow fewer merges: that is fine
+        if data.shared_vocab:
+            shared = train_bpe_tokenizer([sources, targets], data.bpe_vocab_size, "gpt2", SPECIALS)
+            return shared, shared
+        return (
+            train_bpe_tokenizer([sources], data.bpe_vocab_size, "gpt2", SPECIALS),
+            train_bpe_tokenizer([targets], data.bpe_vocab_size, "gpt2", SPECIALS),
+        )
+
+
+class TranslationTask:
+    """Token-budget batches of encoded pairs, the loss, and validation BLEU (the TrainTask)."""
+
+    def __init__(
+        self,
+        train_pairs: list[tuple[str, str]],
+        valid_pairs: list[tuple[str, str]],
+        source_tokenizer: Tokenizer,
+        target_tokenizer: Tokenizer,
+        data: TranslationDataConfig,
+        max_len: int,
+    ) -> None:
+        self.source_tokenizer, self.target_tokenizer, self.data = (
+            source_tokenizer,
+            target_tokenizer,
+            data,
+        )
+        self.pad, self.bos, self.eos = (target_tokenizer.special_tokens[s] for s in SPECIALS)
+        self.model: nn.Module | None = None  # set by train_translation, for validation BLEU
+        self.valid_pairs = valid_pairs
+        self.encoded, self.batches, self.dropped_long = {}, {}, 0
+        for split, pairs in (("train", train_pairs), ("val", valid_pairs)):
+            encoded = []
+            for source, target in pairs:
+                src = source_tokenizer.encode(source) + [self.eos]
+                tgt = [self.bos, *target_tokenizer.encode(target), self.eos]
+                if len(src) > max_len or len(tgt) > max_len + 1:
+                    self.dropped_long += 1  # longer than the model's position table
+                    continue
+                encoded.append((src, tgt))
+            if not encoded:
+                raise GlassformerError(f"no {split} pairs left after tokenization")
+            self.encoded[split] = encoded
+            lengths = [len(s) for s, _ in encoded], [len(t) - 1 for _, t in encoded]
+            self.batches[split] = token_batches(*lengths, data.max_tokens, shuffle=True)
+
+    def get_batch(self, split: str, generator: torch.Generator) -> Batch:
+        """One token-budget batch, chosen at random (the generator makes resume exact).
+
+        Shapes:
+            returns: source (B, S), source lengths (B,), tokens_in (B, T), tokens_out (B, T)
+        """
+        batches = self.batches[split]
+        pick = int(torch.randint(len(batches), (1,), generator=generator))
+        rows = [self.encoded[split][i] for i in batches[pick]]
+        return self.collate([s for s, _ in rows], [t for _, t in rows])
+
+    def collate(self, sources: list[list[int]], targets: list[list[int]]) -> Batch:
+        lengths = torch.tensor([len(s) for s in sources])
+        source = torch.full((len(sources), int(lengths.max())), self.pad, dtype=torch.long)
+        for i, tokens in enumerate(sources):
+            source[i, : len(tokens)] = torch.tensor(tokens)
+        width = max(len(t) for t in targets)
+        target = torch.full((len(targets), width), self.pad, dtype=torch.long)
+        for i, tokens in enumerate(targets):
+            target[i, : len(tokens)] = torch.tensor(tokens)
+        return source, lengths, target[:, :-1], target[:, 1:]
+
+    def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
+        source, lengths, tokens_in, tokens_out = batch
+        logits = model(source, tokens_in, lengths)  # (B, T, V)
+        return F.cross_entropy(
+            logits.flatten(0, 1),
+            tokens_out.flatten(),
+            ignore_index=self.pad,
+            label_smoothing=label_smoothing,
+        )
+
+    def count_tokens(self, batch: Batch) -> int:
+        return int((batch[3] != self.pad).sum())
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        shared = self.source_tokenizer is self.target_tokenizer
+        return {
+            "task": "translation",
+            "tokenizer": TOKENIZER_FILE,
+            "source_tokenizer": TOKENIZER_FILE if shared else SOURCE_TOKENIZER_FILE,
+            "data": self.data.__dict__,
+        }
+
+    def write_files(self, directory: Path) -> None:
+        self.target_tokenizer.save(directory / TOKENIZER_FILE)
+        if self.source_tokenizer is not self.target_tokenizer:
+            self.source_tokenizer.save(directory / SOURCE_TOKENIZER_FILE)
+
+    def extra_metrics(self, val_loss: float) -> dict[str, float]:
+        """BLEU of greedy translations of the first bleu_sentences validation pairs."""
+        count = self.data.bleu_sentences
+        if not count or self.model is None:
+            return {}
+        from glassformer.tasks.translation_inference import Translator, corpus_scores, translate
+
+        translator = Translator(self.model, self.source_tokenizer, self.target_tokenizer)
+        sources, references = zip(*self.valid_pairs[:count], strict=True)
+        was_training = self.model.training
+        self.model.eval()
+        hypotheses = translate(translator, list(sources), beam_size=1)
+        self.model.train(was_training)
+        return {"val_bleu": corpus_scores(hypotheses, list(references))["bleu"]}
+
+
+def train_translation(
+    train_pairs: list[tuple[str, str]],
+    valid_pairs: list[tuple[str, str]] | None,
+    model_overrides: dict[str, Any],
+    train_config: TrainConfig,
+    data_config: TranslationDataConfig,
+    out: Path,
+    resume: bool = False,
+    progress: bool = True,
+) -> TrainResult:
+    """Train an encoder-decoder on sentence pairs; validation pairs are split off if not given."""
+    from glassformer.models.seq2seq import Seq2SeqTransformer
+    from glassformer.tokenizer.io import load_tokenizer
+
+    if valid_pairs is None:
+        train_pairs, valid_pairs = split_pairs(
+            train_pairs, data_config.valid_size, train_config.seed
+        )
+    if resume and (out / "last" / TOKENIZER_FILE).is_file():
+        target = load_tokenizer(out / "last" / TOKENIZER_FILE)
+        source_file = out / "last" / SOURCE_TOKENIZER_FILE
+        source = load_tokenizer(source_file) if source_file.is_file() else target
+    else:
+        source, target = train_tokenizers(train_pairs, data_config)
+    torch.manual_seed(train_config.seed)
+    config = translation_model_config(
+        model_overrides, source.vocab_size, target.vocab_size, source is target
+    )
+    model = Seq2SeqTransformer(config)
+    task = TranslationTask(
+        train_pairs,
+        valid_pairs,
+        source,
+        target,
+        data_config,
+        min(config.max_src_len, config.max_tgt_len - 1),
+    )
+    task.model = model
+    return train(model, task, train_config, out, resume=resume, progress=progress)
