@@ -204,3 +204,46 @@ def plot_ladder(scores: dict[str, dict[str, float]], path: Path) -> Path:
     axes[1].set_yscale("log")
     axes[1].set_ylim(bottom=1)  # perplexity 1 = always certain and right
     return save(figure, path)
+
+
+def plot_attention_grid(
+    probs: np.ndarray,
+    queries: Sequence[str],
+    keys: Sequence[str],
+    path: Path,
+    title: str,
+    waveform: np.ndarray | None = None,
+    sample_rate: int = 16_000,
+) -> Path:
+    """Every layer's and head's attention: rows = layers, columns = heads. With `waveform`
+    (speech), the keys are audio positions: the x axis is time, the waveform drawn on top.
+
+    Shapes:
+        probs: (L, H, T, S)   queries: T labels   keys: S labels, or none with a waveform
+    """
+    plt = pyplot()
+    L, H, T, S = probs.shape
+    cell = min(4.0, max(2.2, 0.2 * max(T, S)))  # inches per map: readable labels, bounded
+    extra = 1 if waveform is not None else 0
+    figure = plt.figure(figsize=(cell * H + 1.5, cell * (L + 0.6 * extra) + 1), dpi=90)
+    grid = figure.add_gridspec(L + extra, H, height_ratios=[0.6] * extra + [1] * L)
+    seconds = 0.0 if waveform is None else len(waveform) / sample_rate
+    if waveform is not None:
+        top = figure.add_subplot(grid[0, :])
+        top.plot(np.arange(len(waveform)) / sample_rate, waveform, linewidth=0.4)
+        top.set_xlim(0, seconds)
+        top.set_ylabel("waveform")
+    for layer in range(L):
+        for head in range(H):
+            ax = figure.add_subplot(grid[layer + extra, head])
+            if waveform is None:
+                ax.imshow(probs[layer, head], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+                ax.set_xticks(range(S), keys if layer == L - 1 else [], rotation=90, fontsize=7)
+            else:
+                extent = (0, seconds, T - 0.5, -0.5)
+                ax.imshow(probs[layer, head], cmap="magma", aspect="auto", extent=extent)
+                ax.set_xlabel("time (s)" if layer == L - 1 else "")
+            ax.set_yticks(range(T), queries if head == 0 else [], fontsize=7)
+            ax.set_title(f"layer {layer} head {head}", fontsize=8)
+    figure.suptitle(title)
+    return save(figure, path)

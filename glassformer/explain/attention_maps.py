@@ -1,0 +1,212 @@
+"""`glassformer attention`: where every head of every layer of a trained model looks.
+
+The checkpoint's `task` (config.json) says what to run:
+
+    lm            the text through the GPT: causal self-attention over its tokens
+    translation   the text and its greedy translation, teacher-forced: the encoder's
+                  self-attention, the decoder's (causal) self-attention, and the
+                  cross-attention from the translation's tokens to the source's
+    speech        the clip's transcription, teacher-forced: the decoder's cross-attention
+                  over the encoder's positions (a few audio frames each), under the waveform
+
+Probabilities are read with explain/trace.py (hooks that only ask for and copy them), one
+(H, T, S) array per layer, stacked into (L, H, T, S); one PNG grid per kind, rows = layers,
+columns = heads (explain/plots.plot_attention_grid).
+
+Not here: attention rollout or other ways of combining layers; batches of inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from glassformer.errors import GlassformerError
+from glassformer.explain.trace import attention_probabilities
+from glassformer.train.checkpoint import read_header, resolve_checkpoint
+
+DEFAULT_DIR = Path("runs/attention")
+INPUTS = {"lm": "--text", "translation": "--text", "speech": "--audio"}
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """One attention kind of one input, every layer and head.
+
+    Shapes:
+        probs: (L, H, T, S), each row over S summing to 1
+        queries: T labels   keys: S labels (empty for audio: keys are times)
+    """
+
+    probs: np.ndarray
+    queries: list[str]
+    keys: list[str]
+    title: str
+    waveform: np.ndarray | None = None  # speech: the (trimmed) clip the keys cover
+
+
+def run_traced(modules: list[nn.Module], forward: Callable[[], object]) -> np.ndarray:
+    """Call forward() once, collecting each module's probabilities of batch item 0.
+
+    Shapes:
+        returns: (len(modules), H, T, S)
+    """
+    with ExitStack() as stack, torch.no_grad():
+        captured = [stack.enter_context(attention_probabilities(m)) for m in modules]
+        forward()
+    return np.stack([probs[0][0].double().numpy() for probs in captured])  # (L, H, T, S)
+
+
+def token_labels(tokenizer: object, ids: list[int]) -> list[str]:
+    """Each token's own text, whitespace made visible (· for a space, ↵ for a newline)."""
+    texts = [tokenizer.decode([i]) for i in ids]
+    return [t.replace(" ", "·").replace("\n", "↵") or "∅" for t in texts]
+
+
+def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
+    """The GPT's self-attention over the text's tokens (the last max_len of them)."""
+    from glassformer.tasks.textgen import load_lm
+
+    model, tokenizer = load_lm(directory)
+    ids = tokenizer.encode(text)[-model.config.max_len :]
+    if not ids:
+        raise GlassformerError("--text is empty: nothing to attend over")
+    modules = [block.self_attn for block in model.decoder.blocks]
+    probs = run_traced(modules, lambda: model(torch.tensor([ids])))  # (L, H, T, T)
+    labels = token_labels(tokenizer, ids)
+    title = "self-attention (row: token, column: the earlier token it looks at)"
+    return {"self": AttentionMaps(probs, labels, labels, title)}
+
+
+def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
+    """Encoder, decoder and cross-attention for the text and its greedy translation."""
+    from glassformer.tasks.translation_inference import load_translator, translate_batch
+
+    translator = load_translator(directory)
+    model, source_tok, target_tok = (
+        translator.model,
+        translator.source_tokenizer,
+        translator.target_tokenizer,
+    )
+    bos, eos = target_tok.special_tokens["<bos>"], target_tok.special_tokens["<eos>"]
+    source = source_tok.encode(text)[: model.config.max_src_len - 1] + [eos]
+    if len(source) < 2:
+        raise GlassformerError("--text is empty: nothing to translate")
+    written = translate_batch(translator, [source], beam_size=1, length_penalty=1.0)[0]
+    target = [bos, *written, eos]
+    source_ids = torch.tensor([source])  # (1, S)
+    encoder = [block.self_attn for block in model.encoder.blocks]
+    encoder_probs = run_traced(encoder, lambda: model.encode(source_ids))  # (L, H, S, S)
+    memory, _ = model.encode(source_ids)  # (1, S, D)
+    blocks = model.decoder.blocks
+    inputs = torch.tensor([target[:-1]])  # (1, T): <bos> and the written tokens
+    decoder_probs = run_traced(
+        [b.self_attn for b in blocks], lambda: model.decode(inputs, memory)
+    )  # (L, H, T, T)
+    cross_probs = run_traced(
+        [b.cross_attn for b in blocks], lambda: model.decode(inputs, memory)
+    )  # (L, H, T, S)
+    source_labels = token_labels(source_tok, source)
+    input_labels = token_labels(target_tok, target[:-1])
+    written_labels = token_labels(target_tok, target[1:])
+    return {
+        "encoder": AttentionMaps(
+            encoder_probs, source_labels, source_labels, "encoder self-attention (source)"
+        ),
+        "decoder": AttentionMaps(
+            decoder_probs, input_labels, input_labels, "decoder self-attention (causal)"
+        ),
+        "cross": AttentionMaps(
+            cross_probs,
+            written_labels,
+            source_labels,
+            "cross-attention (row: token written, column: source token)",
+        ),
+    }
+
+
+def speech_maps(directory: Path, audio: str | Path) -> dict[str, AttentionMaps]:
+    """The decoder's cross-attention over the clip, for its own (greedy) transcription."""
+    from glassformer.audio.augment import trim_silence
+    from glassformer.audio.features import SAMPLE_RATE, compute_features
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.transcribe import load_speech_model, transcribe
+
+    waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
+    speech = load_speech_model(directory)
+    model, tokenizer = speech.model, speech.tokenizer
+    heard = transcribe(speech, waveform, beam_size=1).text
+    bos, eos = tokenizer.special_tokens["<bos>"], tokenizer.special_tokens["<eos>"]
+    written = tokenizer.encode(heard)[: model.config.max_tgt_len - 2]  # re-encoded may be longer
+    ids = [bos, *written, eos]
+    trimmed = trim_silence(waveform)  # what transcribe() encoded
+    features = compute_features(torch.from_numpy(trimmed), speech.features)[None]  # (1, M, N)
+    with torch.no_grad():
+        memory, _ = model.encode(features)  # (1, S, D): S = N / 4 with the conv front end
+    blocks = model.decoder.blocks
+    probs = run_traced(
+        [b.cross_attn for b in blocks], lambda: model.decode(torch.tensor([ids[:-1]]), memory)
+    )  # (L, H, T, S)
+    seconds = len(trimmed) / SAMPLE_RATE
+    shown = heard if len(heard) <= 50 else heard[:49] + "…"  # a long title would be cut off
+    title = f'cross-attention over {seconds:.2f} s of audio: "{shown}"'
+    return {"cross": AttentionMaps(probs, token_labels(tokenizer, ids[1:]), [], title, trimmed)}
+
+
+def collect_attention(
+    checkpoint: str | Path, text: str | None = None, audio: str | Path | None = None
+) -> dict[str, AttentionMaps]:
+    """Every attention kind of the checkpoint's model on one input, by kind name.
+
+    Raises:
+        GlassformerError: not a checkpoint; neither or both of text and audio; an input the
+            task cannot take (audio for a language model, text for speech).
+    """
+    if (text is None) == (audio is None):
+        raise GlassformerError("give exactly one of --text TEXT or --audio FILE")
+    directory = resolve_checkpoint(checkpoint)
+    task = read_header(directory).get("task")
+    if task not in INPUTS:
+        raise GlassformerError(f"{directory}: task={task!r}; expected one of {list(INPUTS)}")
+    given = "--text" if text is not None else "--audio"
+    if given != INPUTS[task]:
+        raise GlassformerError(f"{directory}: a {task} model reads {INPUTS[task]}, not {given}")
+    if task == "lm":
+        return lm_maps(directory, text)
+    if task == "translation":
+        return translation_maps(directory, text)
+    return speech_maps(directory, audio)
+
+
+def output_paths(kinds: list[str], out: str | Path | None) -> dict[str, Path]:
+    """runs/attention/<kind>.png, or X-<kind>.png for out=X.png.
+
+    Example: (["cross"], "maps/clip.png") -> {"cross": Path("maps/clip-cross.png")}
+    """
+    if out is None:
+        return {kind: DEFAULT_DIR / f"{kind}.png" for kind in kinds}
+    stem = Path(out).with_suffix("") if Path(out).suffix == ".png" else Path(out)
+    return {kind: stem.parent / f"{stem.name}-{kind}.png" for kind in kinds}
+
+
+def draw_attention_maps(
+    checkpoint: str | Path,
+    text: str | None = None,
+    audio: str | Path | None = None,
+    out: str | Path | None = None,
+) -> list[Path]:
+    """Collect every attention kind (collect_attention) and draw one grid PNG per kind."""
+    from glassformer.explain.plots import plot_attention_grid
+
+    maps = collect_attention(checkpoint, text, audio)
+    paths = output_paths(list(maps), out)
+    return [
+        plot_attention_grid(m.probs, m.queries, m.keys, paths[kind], m.title, m.waveform)
+        for kind, m in maps.items()
+    ]
