@@ -1,7 +1,8 @@
 # glassformer: every target installs what it needs on a fresh clone.
 #   make demo   the main job: synthesize spoken commands, train on CPU, transcribe held-out voices
 #   make test   the offline test suite (minutes on 2 CPU cores)
-#   make bench  benchmarks (slow; figures go to docs/benchmarks.md)
+#   make bench  the quicker benchmarks (figures go to docs/benchmarks.md; the long training
+#               runs are listed there with their commands)
 #   make lint   ruff check + format check
 #
 # TORCH_SPEC picks the torch installed when none is importable in the venv.
@@ -9,8 +10,10 @@
 # multi-GB CUDA build. Override for a GPU machine, e.g. make test TORCH_SPEC='torch==2.13.0'.
 
 PYTHON ?= python3
-# Debian packages for synthesizing training speech
-TTS_PACKAGES := espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
+# Debian packages: voices for synthesizing training speech, and the Ding dictionary whose
+# English-German example sentences are the default translation corpus
+DEBIAN_PACKAGES := espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts \
+  trans-de-en
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
@@ -20,8 +23,8 @@ STAMP := $(VENV)/.glassformer-installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@missing=""; for package in $(TTS_PACKAGES); do \
+$(STAMP): pyproject.toml Makefile
+	@missing=""; for package in $(DEBIAN_PACKAGES); do \
 	  dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; \
 	done; if [ -n "$$missing" ]; then echo "installing$$missing with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

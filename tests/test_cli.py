@@ -43,6 +43,9 @@ def test_info_prints_kind_config_and_parameter_count(
     out = capsys.readouterr().out
     n_params = sum(p.numel() for p in model.parameters())
     assert "gpt checkpoint" in out and f"{n_params:,}" in out and "d_model" in out
+    save_checkpoint(model, tmp_path / "run" / "last")  # a run directory: its last/ checkpoint
+    assert main(["info", str(tmp_path / "run")]) == 0
+    assert f"{tmp_path / 'run' / 'last'}: gpt checkpoint" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("broken", ["missing", "empty-dir", "garbage"])

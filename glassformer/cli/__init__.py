@@ -31,9 +31,15 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def cmd_info(args: argparse.Namespace) -> None:
-    from glassformer.train.checkpoint import describe_checkpoint
+    from pathlib import Path
 
-    print(describe_checkpoint(args.checkpoint))
+    from glassformer.train.checkpoint import describe_checkpoint, resolve_checkpoint
+
+    path = Path(args.checkpoint)
+    is_run = not (path / "config.json").exists() and any(
+        (path / name).is_dir() for name in ("best", "last")
+    )
+    print(describe_checkpoint(resolve_checkpoint(path) if is_run else path))
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -64,7 +70,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     info.add_argument(
-        "checkpoint", metavar="CHECKPOINT_DIR", help="config.json + model.safetensors"
+        "checkpoint",
+        metavar="CHECKPOINT_DIR",
+        help="config.json + model.safetensors, or a run directory (its best/, else last/)",
     )
     info.set_defaults(handler=cmd_info)
 
