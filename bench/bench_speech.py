@@ -66,7 +66,17 @@ def speed() -> dict:
         for clip in clips:
             librosa_mfcc(clip)
 
-    ours(), theirs()  # warm up
+    longest = max(len(c) for c in clips)
+    padded = torch.from_numpy(np.stack([np.pad(c, (0, longest - len(c))) for c in clips]))
+    stacked = np.stack([np.pad(c, (0, longest - len(c))) for c in clips])
+
+    def ours_batched() -> None:  # one call for all clips, (200, L) -> (200, 13, N)
+        compute_features(padded, config)
+
+    def theirs_batched() -> None:  # librosa takes a (200, L) array too
+        librosa_mfcc(stacked)
+
+    ours(), theirs(), ours_batched(), theirs_batched()  # warm up
     a = compute_features(torch.from_numpy(clips[0]), config).numpy()
     b = librosa_mfcc(clips[0])
     two_seconds = torch.from_numpy(np.concatenate(clips)[: 2 * 16_000].copy())
@@ -76,6 +86,8 @@ def speed() -> dict:
         "mfcc_ours_s": median_seconds(ours),
         "mfcc_librosa_s": median_seconds(theirs),
         "mfcc_audio_seconds": seconds_of_audio,
+        "mfcc_ours_batched_s": median_seconds(ours_batched),
+        "mfcc_librosa_batched_s": median_seconds(theirs_batched),
     }
     grammar = Grammar.from_yaml(ROOT / "glassformer" / "voice" / "grammars" / "desktop.yaml")
     out = WORK / "synth-speed"

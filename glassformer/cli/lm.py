@@ -100,7 +100,7 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
         raise ValueError("a speech model is evaluated with --audio-dir DIR --labels FILE")
     speech = load_speech_model(args.checkpoint, args.device)
     scored, summary = evaluate_speech(
-        speech, Path(args.audio_dir), Path(args.labels), args.constrain
+        speech, Path(args.audio_dir), Path(args.labels), args.constrain, 4, args.reject_below
     )
     for s in scored:
         if not s.accepted:
@@ -194,6 +194,9 @@ def add_training_commands(
         help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
     )
     evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
+    evaluate.add_argument(
+        "--reject-below", type=float, default=0.3, help="with --constrain: rejection threshold"
+    )
     evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
     evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")
     evaluate.add_argument("--beam", type=int, default=4, help="beam size (translation)")

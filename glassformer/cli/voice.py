@@ -83,7 +83,7 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
 
     speech = load_speech_model(args.checkpoint, args.device)
     for path in args.audio:
-        result = transcribe(speech, load_audio(path), args.beam, args.constrain)
+        result = transcribe(speech, load_audio(path), args.beam, args.constrain, args.reject_below)
         if args.json:
             print(json.dumps({"file": path, **result.__dict__}))
         else:
@@ -159,7 +159,13 @@ def add_voice_commands(
     transcribe.add_argument(
         "--constrain",
         action="store_true",
-        help="pick the best hypothesis the grammar can say, else reject",
+        help="the beam writes only sentences the grammar can say (token by token)",
+    )
+    transcribe.add_argument(
+        "--reject-below",
+        type=float,
+        default=0.3,
+        help="with --constrain: reject commands less confident than this (0 = never)",
     )
     transcribe.add_argument("--beam", type=int, default=4, help="beam size")
     transcribe.add_argument("--device", default="cpu", help="cpu, cuda, ...")

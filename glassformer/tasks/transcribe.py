@@ -226,6 +226,7 @@ def evaluate_speech(
     labels_path: Path,
     constrain: bool = False,
     beam_size: int = 4,
+    reject_below: float = REJECT_BELOW,
 ) -> tuple[list[Scored], dict]:
     """Transcribe every labelled file of audio_dir; per-file results and the summary."""
     from glassformer.audio.io import load_audio
@@ -235,6 +236,7 @@ def evaluate_speech(
         raise GlassformerError(f"{audio_dir}: no such directory")
     scored = []
     for name, label in sorted(labels.items()):
-        transcript = transcribe(speech, load_audio(audio_dir / name), beam_size, constrain)
+        waveform = load_audio(audio_dir / name)
+        transcript = transcribe(speech, waveform, beam_size, constrain, reject_below)
         scored.append(Scored(name, label["text"], transcript, is_accepted(transcript, label)))
     return scored, summarize(scored)

@@ -77,6 +77,19 @@ def test_overfits_the_training_clips(trained: tuple[Path, Path, Path]) -> None:
     assert losses[-1] < losses[0] / 4
 
 
+def test_constrained_transcripts_are_commands_and_rejection_follows_confidence(
+    trained: tuple[Path, Path, Path],
+) -> None:
+    _, data, run = trained
+    speech = load_speech_model(run)
+    for row in read_manifest(data)[:4]:
+        waveform = load_audio(data / row["audio"])
+        heard = transcribe(speech, waveform, constrain=True, reject_below=0.0)
+        assert heard.intent is not None and speech.grammar.accepts(heard.text)
+        strict = transcribe(speech, waveform, constrain=True, reject_below=1.01)
+        assert strict.intent is None and strict.confidence == heard.confidence
+
+
 def test_transcribe_and_evaluate_commands(
     trained: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
