@@ -29,6 +29,7 @@ from glassformer.configs import require_fraction, require_positive
 from glassformer.errors import GlassformerError
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.loop import Batch
+from glassformer.train.losses import token_cross_entropy
 
 TOKENIZER_FILE = "tokenizer.json"
 GRAMMAR_FILE = "grammar.yaml"
@@ -251,12 +252,7 @@ class SpeechTask:
     def decoder_loss(
         self, logits: torch.Tensor, tokens_out: torch.Tensor, label_smoothing: float
     ) -> torch.Tensor:
-        return F.cross_entropy(
-            logits.flatten(0, 1),
-            tokens_out.flatten(),
-            ignore_index=self.pad,
-            label_smoothing=label_smoothing,
-        )
+        return token_cross_entropy(logits, tokens_out, self.pad, label_smoothing)
 
     def count_tokens(self, batch: Batch) -> int:
         return int((batch[3] != self.pad).sum())

@@ -29,6 +29,7 @@ from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.checkpoint import resolve_checkpoint
 from glassformer.train.data import TokenData, prepare_token_data, sample_blocks
 from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
+from glassformer.train.losses import token_cross_entropy
 
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -129,8 +130,7 @@ class LanguageModelTask:
     def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
         x, y = batch
         logits = model(x)  # (B, T, V)
-        V = logits.size(-1)
-        return F.cross_entropy(logits.view(-1, V), y.reshape(-1), label_smoothing=label_smoothing)
+        return token_cross_entropy(logits, y, None, label_smoothing)  # no padding in blocks
 
     def count_tokens(self, batch: Batch) -> int:
         return batch[0].numel()

@@ -25,7 +25,6 @@ from glassformer.errors import GlassformerError
 from glassformer.models.seq2seq import Seq2SeqTransformer
 from glassformer.tasks.speech import GRAMMAR_FILE, SPECIALS, TOKENIZER_FILE
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.train.checkpoint import resolve_checkpoint
 from glassformer.voice.grammar import Grammar
 
 REJECT_BELOW = 0.3  # constrained decoding: reject results less confident than this
@@ -50,14 +49,9 @@ class SpeechModel:
 
 def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
     from glassformer.tokenizer.io import load_tokenizer
-    from glassformer.train.checkpoint import load_checkpoint, read_header
+    from glassformer.train.checkpoint import load_checkpoint, open_task_checkpoint
 
-    directory = resolve_checkpoint(path)
-    header = read_header(directory)
-    if header.get("task") != "speech":
-        raise GlassformerError(
-            f"{directory}: not a speech checkpoint (task={header.get('task')!r})"
-        )
+    directory, header = open_task_checkpoint(path, "speech")
     model = load_checkpoint(directory, device)
     features = config_from_dict(FeatureConfig, header["features"])
     return SpeechModel(

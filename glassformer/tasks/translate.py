@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from glassformer.configs import require_positive
@@ -26,6 +25,7 @@ from glassformer.errors import GlassformerError
 from glassformer.tasks.parallel import split_pairs, token_batches
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
+from glassformer.train.losses import token_cross_entropy
 
 TOKENIZER_FILE = "tokenizer.json"  # the target's (and, when shared, the source's) tokenizer
 SOURCE_TOKENIZER_FILE = "source_tokenizer.json"  # only with separate vocabularies
@@ -198,12 +198,7 @@ class TranslationTask:
     def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
         source, lengths, tokens_in, tokens_out = batch
         logits = model(source, tokens_in, lengths)  # (B, T, V)
-        return F.cross_entropy(
-            logits.flatten(0, 1),
-            tokens_out.flatten(),
-            ignore_index=self.pad,
-            label_smoothing=label_smoothing,
-        )
+        return token_cross_entropy(logits, tokens_out, self.pad, label_smoothing)
 
     def count_tokens(self, batch: Batch) -> int:
         return int((batch[3] != self.pad).sum())

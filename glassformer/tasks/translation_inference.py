@@ -17,7 +17,6 @@ import torch
 
 from glassformer.errors import GlassformerError
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.train.checkpoint import resolve_checkpoint
 
 SPECIALS = ["<pad>", "<bos>", "<eos>"]
 
@@ -32,14 +31,9 @@ class Translator:
 def load_translator(path: str | Path, device: str = "cpu") -> Translator:
     from glassformer.tasks.translate import SOURCE_TOKENIZER_FILE, TOKENIZER_FILE
     from glassformer.tokenizer.io import load_tokenizer
-    from glassformer.train.checkpoint import load_checkpoint, read_header
+    from glassformer.train.checkpoint import load_checkpoint, open_task_checkpoint
 
-    directory = resolve_checkpoint(path)
-    header = read_header(directory)
-    if header.get("task") != "translation":
-        raise GlassformerError(
-            f"{directory}: not a translation checkpoint (task={header.get('task')!r})"
-        )
+    directory, header = open_task_checkpoint(path, "translation")
     model = load_checkpoint(directory, device).eval()
     target = load_tokenizer(directory / TOKENIZER_FILE)
     source_file = directory / SOURCE_TOKENIZER_FILE

@@ -122,6 +122,16 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(f"{path}: no checkpoint here (looked for config.json, best/, last/)")
 
 
+def open_task_checkpoint(path: str | Path, task: str) -> tuple[Path, dict[str, Any]]:
+    """A run or checkpoint directory of `task` ("lm", "speech", "translation"): the resolved
+    checkpoint directory and its header. Any other task is a one-line CheckpointError."""
+    directory = resolve_checkpoint(path)
+    header = read_header(directory)
+    if header.get("task") != task:
+        raise CheckpointError(f"{directory}: not a {task} checkpoint (task={header.get('task')!r})")
+    return directory, header
+
+
 def read_header(directory: str | Path) -> dict[str, Any]:
     """Read and check config.json; returns it with "config" rebuilt as a config dataclass."""
     directory = Path(directory)
