@@ -33,6 +33,7 @@ import regex
 
 from glassformer.errors import GlassformerError
 
+PREFIX_MEMORY = 1_000_000  # prefixes whose can_continue answer is remembered, at most
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 
 
@@ -138,6 +139,7 @@ class Grammar:
         }
         if not self.expressions:
             raise GlassformerError(f"{name}: no expressions")
+        self.prefix_answers: dict[str, bool] = {}  # can_continue's memory
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grammar:
@@ -256,8 +258,17 @@ class Grammar:
         return regex.compile("(?:" + "|".join(sentences) + ")")
 
     def can_continue(self, text: str) -> bool:
-        """Whether some sentence of the grammar starts with this (normalized) text."""
-        return self.pattern.fullmatch(" " + text, partial=True) is not None
+        """Whether some sentence of the grammar starts with this (normalized) text.
+
+        Remembered: decoding asks about the same prefixes again and again (every beam, every
+        clip), and a large grammar's pattern takes tens of microseconds a question.
+        """
+        known = self.prefix_answers.get(text)
+        if known is None:
+            known = self.pattern.fullmatch(" " + text, partial=True) is not None
+            if len(self.prefix_answers) < PREFIX_MEMORY:
+                self.prefix_answers[text] = known
+        return known
 
     def accepts(self, text: str) -> bool:
         """Whether the normalized text is a whole sentence of the grammar."""
