@@ -30,6 +30,7 @@ class TextConstraint:
         eos_id: the end-of-text token, allowed only after a whole sentence.
         start: how many prompt tokens precede the written text (e.g. 1 for <bos>).
         keep: allowed tokens to find per beam (the beam size is enough).
+        patience: once one allowed token is found, how many of the most likely to try.
     """
 
     def __init__(
@@ -40,6 +41,7 @@ class TextConstraint:
         eos_id: int,
         start: int,
         keep: int,
+        patience: int = 64,
     ) -> None:
         self.token_texts = list(token_texts)
         self.can_continue = can_continue
@@ -47,14 +49,22 @@ class TextConstraint:
         self.eos_id = eos_id
         self.start = start
         self.keep = keep
+        self.patience = patience
 
     def text(self, row: list[int]) -> str:
         return "".join(self.token_texts[t] for t in row[self.start :])
 
     def allowed(self, text: str, ranked: Iterable[int]) -> list[int]:
-        """The first `keep` tokens of `ranked` (best first) that keep the text allowed."""
+        """The first `keep` tokens of `ranked` (best first) that keep the text allowed.
+
+        Where the grammar allows only one or two continuations, finding `keep` of them would
+        mean testing the whole vocabulary; once one is found, the search stops after the
+        `patience` most likely tokens (what lies below them cannot win a beam anyway).
+        """
         found = []
-        for token in ranked:
+        for tried, token in enumerate(ranked):
+            if found and tried >= self.patience:
+                break
             if token == self.eos_id:
                 ok = self.accepts(text)
             else:

@@ -79,3 +79,9 @@ def test_eos_only_after_a_whole_sentence() -> None:
     constraint = TextConstraint(TEXTS, GRAMMAR.can_continue, GRAMMAR.accepts, EOS, 1, 7)
     assert constraint.allowed("a", range(7)) == [3]  # only the space: "a" is not a sentence
     assert sorted(constraint.allowed("a c", range(7))) == [3, EOS]  # " d" may follow, or end
+
+
+def test_patience_stops_the_search_once_something_is_allowed() -> None:
+    constraint = TextConstraint(TEXTS, GRAMMAR.can_continue, GRAMMAR.accepts, EOS, 1, 3, 2)
+    assert constraint.allowed("a", [3, 0, 1, 2]) == [3]  # gave up after 2 tries with one found
+    assert constraint.allowed("a", [0, 1, 2, 4, 3]) == [3]  # nothing found yet: keeps looking
