@@ -130,6 +130,19 @@ def test_cli_trains_translates_evaluates_and_resumes(
     assert "BLEU" in printed and "nrefs:1" in printed and "chrF" in printed
 
 
+def test_separate_vocabularies_are_an_option(tmp_path: Path) -> None:
+    data = tmp_path / "pairs.tsv"
+    write_pairs(data, [(s, t.upper()) for s, t in reversal_pairs(200, seed=5)])
+    out = tmp_path / "run"
+    args = ["--data", str(data), "--preset", "tiny", "--out", str(out), "--steps", "2"]
+    assert main(["train", "translation", *args, "--no-shared-vocab"]) == 0
+    assert (out / "best" / "source_tokenizer.json").is_file()
+    translator = load_translator(out)
+    assert translator.source_tokenizer is not translator.target_tokenizer
+    assert not translator.model.config.share_embeddings
+    assert len(translate(translator, ["red cat"], beam_size=2)) == 1
+
+
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     src, tgt = tmp_path / "a.en", tmp_path / "a.de"
     src.write_text("one\ntwo\nthree\n")
