@@ -60,7 +60,9 @@ def translate_batch(
     for i, tokens in enumerate(sources):
         source[i, : len(tokens)] = torch.tensor(tokens)
     memory, padding = model.encode(source, lengths)  # (B, S, D), (B, S)
-    max_new = min(model.config.max_tgt_len - 1, int(lengths.max()) * 2 + 10)
+    # One step limit for every batch, so a sentence decodes the same alone or batched; each
+    # result is then cut to its own limit, twice its source plus ten tokens.
+    max_new = model.config.max_tgt_len - 1
     prompt = torch.full((len(sources), 1), bos, dtype=torch.long, device=device)
     if beam_size == 1:
 
@@ -86,9 +88,10 @@ def translate_batch(
             suppress=[pad, bos],
         )
     results = []
-    for row in written.tolist():
+    for row, source_length in zip(written.tolist(), lengths.tolist(), strict=True):
         row = row[1:]
-        results.append(row[: row.index(eos)] if eos in row else row)
+        row = row[: row.index(eos)] if eos in row else row
+        results.append(row[: 2 * source_length + 10])
     return results
 
 

@@ -60,7 +60,7 @@ def test_a_reversal_task_is_learned_to_near_perfect_accuracy(reverser: Path) -> 
     test = reversal_pairs(100, seed=1)
     written = translate(translator, [s for s, _ in test], beam_size=1)
     exact = sum(w == r for w, (_, r) in zip(written, test, strict=True)) / len(test)
-    assert exact >= 0.9, list(zip(written, test, strict=True))[:5]
+    assert exact >= 0.9, (exact, list(zip(written, test, strict=True))[:5])
     rows = [json.loads(line) for line in (reverser / "metrics.jsonl").read_text().splitlines()]
     bleu = [r["val_bleu"] for r in rows if "val_bleu" in r]
     assert len(bleu) == 2 and bleu[-1] > 80  # validation BLEU is logged at each evaluation
