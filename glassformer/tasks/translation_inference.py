@@ -73,6 +73,17 @@ def translate_batch(
     else:
         memory_k = memory.repeat_interleave(beam_size, dim=0)  # (B*K, S, D)
         padding_k = padding.repeat_interleave(beam_size, dim=0)  # (B*K, S)
+        limits = (2 * lengths + 10).repeat_interleave(beam_size)  # (B*K,) tokens per beam
+
+        def only_eos_past_limit(tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+            """A beam that reached its sentence's limit may only end: beams of short
+            sentences stop early, and each sentence's search is the same in any batch."""
+            over = tokens.size(1) - 1 >= limits  # (B*K,)
+            if not bool(over.any()):
+                return log_probs
+            ended = torch.full_like(log_probs, float("-inf"))
+            ended[:, eos] = log_probs[:, eos]
+            return torch.where(over[:, None], ended, log_probs)
 
         def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
             return model.decode(tokens, memory_k, padding_k, cache)
@@ -86,6 +97,7 @@ def translate_batch(
             eos,
             length_penalty,
             suppress=[pad, bos],
+            restrict=only_eos_past_limit,
         )
     results = []
     for row, source_length in zip(written.tolist(), lengths.tolist(), strict=True):
