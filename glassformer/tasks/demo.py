@@ -20,8 +20,8 @@ import torch
 
 from glassformer.audio.augment import add_noise
 from glassformer.audio.io import load_audio
+from glassformer.corpora import default_cache_root
 from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
-from glassformer.tasks.textgen import default_cache_root
 from glassformer.tasks.transcribe import (
     Scored,
     is_accepted,

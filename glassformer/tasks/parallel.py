@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from glassformer.corpora import default_cache_root
 from glassformer.errors import GlassformerError
 
 DING_PATH = Path("/usr/share/trans/de-en")  # installed by the Debian package trans-de-en
@@ -205,11 +206,6 @@ def extract_ding_sentences(path: str | Path) -> list[tuple[str, str]]:
             if is_sentence(en) and is_sentence(de):
                 pairs[(en, de)] = None
     return list(pairs)
-
-
-def default_cache_root() -> Path:
-    """$GLASSFORMER_CACHE, else ~/.cache/glassformer (as tasks/textgen.py, without torch)."""
-    return Path(os.environ.get("GLASSFORMER_CACHE", Path.home() / ".cache" / "glassformer"))
 
 
 def default_corpus(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import codecs
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from glassformer.configs import require_fraction, require_positive
+from glassformer.corpora import default_cache_root
 from glassformer.errors import GlassformerError
 from glassformer.models.gpt import GPT, GPTConfig
 from glassformer.tokenizer.base import Tokenizer
@@ -145,10 +145,6 @@ class LanguageModelTask:
         """Bits per byte: the loss in bits, spread over the bytes the tokens stand for."""
         bytes_per_token = self.data.val_bytes / len(self.data.val)
         return {"val_bits_per_byte": val_loss / math.log(2) / bytes_per_token}
-
-
-def default_cache_root() -> Path:
-    return Path(os.environ.get("GLASSFORMER_CACHE", Path.home() / ".cache" / "glassformer"))
 
 
 def train_lm(
