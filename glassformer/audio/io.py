@@ -68,18 +68,9 @@ def load_audio(
 
 def save_audio(path: str | Path, waveform: np.ndarray, sample_rate: int = SAMPLE_RATE) -> None:
     """Write a 16-bit PCM WAV through a temporary file, then rename (never half a file)."""
-    import os
-    import tempfile
-
     import soundfile
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".wav", dir=path.parent)
-    os.close(handle)
-    try:
+    from glassformer.files import atomic_file
+
+    with atomic_file(path, suffix=".wav") as tmp:
         soundfile.write(tmp, np.clip(waveform, -1.0, 1.0), sample_rate, subtype="PCM_16")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

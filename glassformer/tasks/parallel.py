@@ -10,16 +10,15 @@ Does not tokenize, pad or build tensors (train/data.py does), and never download
 from __future__ import annotations
 
 import gzip
-import os
 import random
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from glassformer.corpora import default_cache_root
 from glassformer.errors import GlassformerError
+from glassformer.files import write_text_atomically
 
 DING_PATH = Path("/usr/share/trans/de-en")  # installed by the Debian package trans-de-en
 DING_ORIGIN = "trans-de-en (Ding) example sentences"
@@ -228,15 +227,7 @@ def default_corpus(
     cached = cache_dir / f"ding-en-de-v{EXTRACTOR_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.tsv"
     if not cached.is_file():
         pairs = extract_ding_sentences(source)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".ding-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.writelines(f"{en}\t{de}\n" for en, de in pairs)
-            os.replace(temporary, cached)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text_atomically(cached, "".join(f"{en}\t{de}\n" for en, de in pairs))
     return _clean(*_read_tsv(cached), DING_ORIGIN, max_chars, dedupe)
 
 

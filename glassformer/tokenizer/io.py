@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from glassformer.errors import GlassformerError
+from glassformer.files import write_text_atomically
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.char import CharTokenizer
@@ -34,18 +33,6 @@ from glassformer.tokenizer.char import CharTokenizer
 FORMAT = "glassformer.tokenizer"
 FORMAT_VERSION = 1
 
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:

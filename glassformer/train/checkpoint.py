@@ -15,9 +15,6 @@ weights, missing or unexpected tensors, wrong shapes.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from torch import nn
 
 from glassformer.configs import config_from_dict, config_to_dict
 from glassformer.errors import CheckpointError
+from glassformer.files import write_directory_atomically
 from glassformer.models.gpt import GPT, GPTConfig
 from glassformer.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
@@ -53,33 +51,6 @@ def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
         seen.add(tensor.data_ptr())
         unique[name] = tensor.detach().contiguous()
     return unique
-
-
-def write_directory_atomically(directory: Path, write: Callable[[Path], None]) -> None:
-    """Call write(tmp) on a fresh sibling directory, then rename it to `directory`.
-
-    Replacing an existing directory takes two renames (old out of the way, new into place);
-    a crash between them leaves the complete old version at `.NAME.old-PID`, which the loader
-    points to.
-    """
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
-        write(tmp)
-        for file in tmp.iterdir():
-            with open(file, "rb") as handle:
-                os.fsync(handle.fileno())
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if directory.exists():
-        old = directory.parent / f".{directory.name}.old-{os.getpid()}"
-        os.replace(directory, old)
-        os.replace(tmp, directory)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, directory)
 
 
 def save_checkpoint(

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from glassformer.files import atomic_file
 
 TOKENS_FILE = "tokens.bin"
 META_FILE = "meta.json"
@@ -58,18 +59,11 @@ def cache_key(files: Iterable[Path], tokenizer_json: dict, val_fraction: float) 
 
 def write_token_file(directory: Path, id_chunks: Iterable[list[int]], dtype: np.dtype) -> int:
     """Stream ids into directory/tokens.bin through a temporary file; returns how many."""
-    directory.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=".tokens.", dir=directory)  # concurrent writers are safe
     count = 0
-    try:
-        with os.fdopen(handle, "wb") as file:
-            for ids in id_chunks:
-                np.asarray(ids, dtype=dtype).tofile(file)
-                count += len(ids)
-        os.replace(tmp, directory / TOKENS_FILE)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(directory / TOKENS_FILE) as tmp, open(tmp, "wb") as file:
+        for ids in id_chunks:  # a unique temporary name: concurrent writers are safe
+            np.asarray(ids, dtype=dtype).tofile(file)
+            count += len(ids)
     return count
 
 
