@@ -8,11 +8,27 @@ import sys
 from pathlib import Path
 
 
+def check_train_flags(args: argparse.Namespace) -> None:
+    """--pattern compiles and --special names distinct, non-empty tokens, before any reading."""
+    from glassformer.errors import GlassformerError
+    from glassformer.tokenizer.pretokenize import check_special_tokens, resolve_pattern
+
+    try:
+        resolve_pattern(args.pattern)
+    except ValueError as error:
+        raise GlassformerError(f"--pattern: {error}") from None
+    try:
+        check_special_tokens(args.special)
+    except ValueError as error:
+        raise GlassformerError(f"--special: {error}") from None
+
+
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     import warnings
 
     from glassformer.tokenizer.training import train_bpe_from_files
 
+    check_train_flags(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = train_bpe_from_files(
@@ -104,7 +120,9 @@ def add_tokenizer_commands(commands: argparse._SubParsersAction, formatter: type
     )
     train.add_argument("--out", required=True, metavar="TOK.json", help="tokenizer file to write")
     train.add_argument(
-        "--pattern", default="gpt4", help="pre-tokenization split: gpt2, gpt4 or a regex"
+        "--pattern",
+        default="gpt4",
+        help="pre-tokenization split: gpt2, gpt4 or a regex (text between matches is kept)",
     )
     train.add_argument(
         "--special",

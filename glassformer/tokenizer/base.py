@@ -4,16 +4,24 @@ Stages, named as Hugging Face tokenizers names them: special tokens are cut out 
 when the caller allows them), then pre-tokenization splits text into chunks, then the model
 (characters, or BPE merges) maps each chunk to ids; decoding maps ids back to bytes or
 characters.
+
+The file format is written here (`save`) and read by io.py, which knows every kind of
+tokenizer; this module imports none of them, so the package has no import circle.
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
+from glassformer.tokenizer.pretokenize import split_special
+
 AllowedSpecial = Literal["all", "none"] | Collection[str]
+FORMAT = "glassformer.tokenizer"  # the "format" field of every tokenizer file
+FORMAT_VERSION = 1  # bumped when a change would make old readers misread a file
 
 
 class Tokenizer(ABC):
@@ -45,8 +53,6 @@ class Tokenizer(ABC):
             allowed_special: "none" (default: special-token strings in the text are ordinary
                 text, so user text can never inject an <eos>), "all", or a set of names.
         """
-        from glassformer.tokenizer.pretokenize import split_special
-
         allowed = self.resolve_allowed(allowed_special)
         if not allowed:
             return self.encode_ordinary(text)
@@ -80,8 +86,17 @@ class Tokenizer(ABC):
     def is_valid_id(self, token: object) -> bool:
         return isinstance(token, int) and 0 <= token < self.vocab_size
 
-    def save(self, path: str | Path) -> None:
-        """Write the versioned JSON file (and, for BPE, a human-readable .vocab view beside it)."""
-        from glassformer.tokenizer.io import save_tokenizer
+    def files(self, path: Path) -> dict[Path, str]:
+        """What `save` writes: the versioned JSON file (subclasses add views beside it)."""
+        document = {"format": FORMAT, "format_version": FORMAT_VERSION, **self.to_json()}
+        return {path: json.dumps(document, ensure_ascii=False) + "\n"}
 
-        save_tokenizer(self, path)
+    def save(self, path: str | Path) -> None:
+        """Write the versioned JSON file (and, for BPE, a human-readable .vocab view beside it).
+
+        Each file is written atomically: a crash leaves the old file or the new, never half.
+        """
+        from glassformer.files import write_text_atomically
+
+        for target, text in self.files(Path(path)).items():
+            write_text_atomically(target, text)

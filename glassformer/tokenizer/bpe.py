@@ -8,6 +8,9 @@ Encoding a chunk replays the training: repeatedly merge the adjacent pair with t
 rank (the earliest-learned merge), every non-overlapping occurrence left to right, until no
 adjacent pair is a learned merge. Chunks repeat a lot in real text ("the", " and"), so each
 chunk's ids are cached: most of encoding is then one regex pass and dictionary lookups.
+
+`save` writes, beside the JSON file, NAME.vocab: one line per id with the bytes it stands for
+and the pair it was merged from, for people only (it is never read back).
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import chain, pairwise
 from operator import itemgetter
-
-import regex
+from pathlib import Path
 
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.tokenizer.pretokenize import PATTERNS, check_unicode, resolve_pattern
+from glassformer.tokenizer.pretokenize import (
+    PATTERNS,
+    check_special_tokens,
+    check_unicode,
+    chunker,
+    resolve_pattern,
+)
 
 N_BYTES = 256  # ids 0-255 are the raw bytes
 CACHE_LIMIT = 1 << 18  # chunks kept in the encode cache before it is cleared
@@ -44,8 +52,13 @@ class BPETokenizer(Tokenizer):
 
     Args:
         merges: learned pairs in order; merge i creates id 256 + i.
-        pattern: "gpt2", "gpt4" or a regex for pre-tokenization.
-        special_tokens: texts such as "<eos>"; they get the ids after the merges, in order.
+        pattern: "gpt2", "gpt4" or a regex for pre-tokenization (text between a custom
+            regex's matches is chunked too, so nothing is dropped).
+        special_tokens: distinct, non-empty texts such as "<eos>"; they get the ids after the
+            merges, in order.
+
+    Raises:
+        ValueError: an invalid pattern or special token, or a merge of an undefined id.
     """
 
     def __init__(
@@ -55,9 +68,9 @@ class BPETokenizer(Tokenizer):
         special_tokens: Iterable[str] = (),
     ) -> None:
         self.merges = [tuple(pair) for pair in merges]
-        self.pattern_name = pattern if pattern in PATTERNS else None
         self.pattern = resolve_pattern(pattern)
-        self.splitter = regex.compile(self.pattern)
+        self.pattern_name = pattern if pattern in PATTERNS else None
+        self.split = chunker(pattern)
         self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
         self.vocab = [bytes([i]) for i in range(N_BYTES)]
         for rank, (a, b) in enumerate(self.merges):
@@ -66,7 +79,7 @@ class BPETokenizer(Tokenizer):
             self.vocab.append(self.vocab[a] + self.vocab[b])
         first_special = N_BYTES + len(self.merges)
         self.special_tokens = {
-            s: first_special + i for i, s in enumerate(dict.fromkeys(special_tokens))
+            s: first_special + i for i, s in enumerate(check_special_tokens(special_tokens))
         }
         self.special_bytes = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
         self.cache: dict[str, list[int]] = {}
@@ -93,7 +106,7 @@ class BPETokenizer(Tokenizer):
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids for `text` with no special tokens: split into chunks, BPE each (cached)."""
         try:
-            chunks = self.splitter.findall(text)
+            chunks = self.split(text)
             cache = self.cache
             try:
                 pieces = [cache[chunk] for chunk in chunks]  # the common case: all seen before
@@ -131,3 +144,29 @@ class BPETokenizer(Tokenizer):
             "merges": [list(pair) for pair in self.merges],
             "special_tokens": list(self.special_tokens),
         }
+
+    def files(self, path: Path) -> dict[Path, str]:
+        return {**super().files(path), path.with_suffix(".vocab"): vocabulary_view(self)}
+
+
+def printable(token: bytes) -> str:
+    """Bytes shown readably: valid UTF-8 as text (with escapes), other bytes as \\xNN."""
+    return repr(token.decode("utf-8", errors="backslashreplace"))[1:-1]
+
+
+def vocabulary_view(tokenizer: BPETokenizer) -> str:
+    """The .vocab file: each id's bytes, and for a merge the two pieces it joined.
+
+    Example line: `300\\t[ the]\\t<- [ t] + [he]` (fields separated by tabs)
+    """
+    counts = f"256 bytes, {len(tokenizer.merges)} merges, {len(tokenizer.special_tokens)} specials"
+    lines = [f"# {tokenizer.vocab_size} ids: {counts}. For people only; the .json is the file."]
+    for token, piece in enumerate(tokenizer.vocab):
+        if token < N_BYTES:
+            lines.append(f"{token}\t[{printable(piece)}]")
+        else:
+            a, b = tokenizer.merges[token - N_BYTES]
+            parts = f"[{printable(tokenizer.vocab[a])}] + [{printable(tokenizer.vocab[b])}]"
+            lines.append(f"{token}\t[{printable(piece)}]\t<- {parts}")
+    lines += [f"{token}\t{text}\t(special)" for text, token in tokenizer.special_tokens.items()]
+    return "\n".join(lines) + "\n"

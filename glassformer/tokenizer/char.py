@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from glassformer.tokenizer.base import Tokenizer
+from glassformer.tokenizer.pretokenize import check_special_tokens
 
 
 class CharTokenizer(Tokenizer):
@@ -17,16 +18,20 @@ class CharTokenizer(Tokenizer):
 
     Args:
         chars: the alphabet (duplicates ignored).
-        special_tokens: texts such as "<eos>", given the ids after the characters.
+        special_tokens: distinct, non-empty texts such as "<eos>", given the ids after the
+            characters.
+
+    Raises:
+        ValueError: a character that is not a single character, or a bad special token.
     """
 
     def __init__(self, chars: Iterable[str], special_tokens: Iterable[str] = ()) -> None:
         self.chars = sorted(set(chars))
-        if any(len(c) != 1 for c in self.chars):
+        if any(not isinstance(c, str) or len(c) != 1 for c in self.chars):
             raise ValueError("a character tokenizer's alphabet must be single characters")
         self.ids = {c: i for i, c in enumerate(self.chars)}
         self.special_tokens = {
-            s: len(self.chars) + i for i, s in enumerate(dict.fromkeys(special_tokens))
+            s: len(self.chars) + i for i, s in enumerate(check_special_tokens(special_tokens))
         }
         self.id_to_text = self.chars + list(self.special_tokens)
 

@@ -1,13 +1,14 @@
-"""Tokenizer files: our versioned JSON, a human-readable vocabulary view, HF and tiktoken exports.
+"""Tokenizer files: loading our versioned JSON of any kind, and HF and tiktoken exports.
 
 Our format (one JSON file):
 
     {"format": "glassformer.tokenizer", "format_version": 1, "type": "bpe",
      "pattern": "gpt4", "merges": [[101, 32], ...], "special_tokens": ["<eos>"]}
 
-merges[i] creates id 256 + i; special tokens follow the merges in order. `save` also writes
-NAME.vocab beside NAME.json: one line per id with the bytes it stands for and the pair it was
-merged from, for people only (it is never read back).
+merges[i] creates id 256 + i; special tokens follow the merges in order. `Tokenizer.save`
+writes it (base.py), with a people-only NAME.vocab view beside it for BPE (bpe.py); this
+module reads it back, for every kind of tokenizer, and a broken file is one GlassformerError
+naming the file.
 
 Exports rebuild the same tokenizer in a peer's terms, giving identical ids:
   * Hugging Face `tokenizers` tokenizer.json: a BPE model over GPT-2's byte-to-unicode
@@ -26,73 +27,89 @@ from typing import Any
 
 from glassformer.errors import GlassformerError
 from glassformer.files import write_text_atomically
-from glassformer.tokenizer.base import Tokenizer
+from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.char import CharTokenizer
 
-FORMAT = "glassformer.tokenizer"
-FORMAT_VERSION = 1
-
-
-
-def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
-    """Write the JSON file, and for BPE the .vocab view beside it."""
-    path = Path(path)
-    document = {"format": FORMAT, "format_version": FORMAT_VERSION, **tokenizer.to_json()}
-    write_text_atomically(path, json.dumps(document, ensure_ascii=False) + "\n")
-    if isinstance(tokenizer, BPETokenizer):
-        write_text_atomically(path.with_suffix(".vocab"), vocabulary_view(tokenizer))
-
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """Read a tokenizer JSON file; any problem is one GlassformerError naming the file."""
+    """Read a tokenizer JSON file of either kind (bpe or char).
+
+    Raises:
+        GlassformerError: one line naming the file: missing, unreadable, not UTF-8, not JSON,
+            or not a valid glassformer tokenizer (wrong structure or values).
+    """
     path = Path(path)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        document = json.loads(text)
     except FileNotFoundError:
         raise GlassformerError(f"{path}: no such tokenizer file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
     except IsADirectoryError:
         raise GlassformerError(f"{path}: is a directory, not a tokenizer file") from None
+    except UnicodeDecodeError as error:
+        raise GlassformerError(
+            f"{path}: not UTF-8 text (byte offset {error.start}: {error.reason})"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise GlassformerError(f"{path}: not a tokenizer file (JSON nested too deeply)") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise GlassformerError(f"{path}: not a glassformer tokenizer file (no format={FORMAT!r})")
-    if document.get("format_version") != FORMAT_VERSION:
-        version = document.get("format_version")
+    version = document.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool | float):
         raise GlassformerError(f"{path}: format_version={version!r}, expected {FORMAT_VERSION}")
     try:
         return tokenizer_from_json(document)
-    except (KeyError, TypeError, ValueError) as error:
-        raise GlassformerError(f"{path}: invalid tokenizer ({error})") from None
+    except ValueError as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise GlassformerError(f"{path}: invalid tokenizer ({reason})") from None
 
 
 def tokenizer_from_json(document: dict[str, Any]) -> Tokenizer:
+    """The tokenizer a (format-checked) document describes; loading by kind lives only here.
+
+    Raises:
+        ValueError: a missing field or a value of the wrong type or range (naming the field).
+    """
+    kind = require(document, "type", str)
     specials = document.get("special_tokens", [])
-    if document["type"] == "bpe":
-        merges = [(int(a), int(b)) for a, b in document["merges"]]
-        return BPETokenizer(merges, document["pattern"], specials)
-    if document["type"] == "char":
-        return CharTokenizer(document["chars"], specials)
-    raise ValueError(f"type={document['type']!r} is not one of ['bpe', 'char']")
+    if not isinstance(specials, list):
+        raise ValueError(f"special_tokens must be a list, not {type(specials).__name__}")
+    if kind == "bpe":
+        pattern = require(document, "pattern", str)
+        merges = require(document, "merges", list)
+        if not all(is_pair_of_ids(pair) for pair in merges):
+            bad = next(pair for pair in merges if not is_pair_of_ids(pair))
+            raise ValueError(f"merges: {bad!r} is not a pair of non-negative integer ids")
+        return BPETokenizer([tuple(pair) for pair in merges], pattern, specials)
+    if kind == "char":
+        chars = require(document, "chars", list)
+        if not all(isinstance(c, str) and len(c) == 1 for c in chars):
+            bad = next(c for c in chars if not (isinstance(c, str) and len(c) == 1))
+            raise ValueError(f"chars: {bad!r} is not a single character")
+        return CharTokenizer(chars, specials)
+    raise ValueError(f"type={kind!r} is not one of ['bpe', 'char']")
 
 
-def printable(token: bytes) -> str:
-    """Bytes shown readably: valid UTF-8 as text (with escapes), other bytes as \\xNN."""
-    return repr(token.decode("utf-8", errors="backslashreplace"))[1:-1]
+def require(document: dict[str, Any], key: str, kind: type) -> Any:
+    """document[key], checked to be of `kind` (a ValueError naming the field otherwise)."""
+    if key not in document:
+        raise ValueError(f"no {key!r} field")
+    value = document[key]
+    if not isinstance(value, kind):
+        raise ValueError(f"{key} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
 
 
-def vocabulary_view(tokenizer: BPETokenizer) -> str:
-    counts = f"256 bytes, {len(tokenizer.merges)} merges, {len(tokenizer.special_tokens)} specials"
-    lines = [f"# {tokenizer.vocab_size} ids: {counts}. For people only; the .json is the file."]
-    for token, piece in enumerate(tokenizer.vocab):
-        if token < 256:
-            lines.append(f"{token}\t[{printable(piece)}]")
-        else:
-            a, b = tokenizer.merges[token - 256]
-            parts = f"[{printable(tokenizer.vocab[a])}] + [{printable(tokenizer.vocab[b])}]"
-            lines.append(f"{token}\t[{printable(piece)}]\t<- {parts}")
-    lines += [f"{token}\t{text}\t(special)" for text, token in tokenizer.special_tokens.items()]
-    return "\n".join(lines) + "\n"
+def is_pair_of_ids(pair: object) -> bool:
+    """[a, b] with two non-negative ints (JSON true/false are not ids)."""
+    return (
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in pair)
+    )
 
 
 # --- Hugging Face tokenizers ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Encoding a large text across processes.
 
-The text is cut where the built-in split patterns always cut (pretokenize.py), each block is
+The text is cut where the built-in split patterns always cut (textfiles.py), each block is
 encoded in a worker process with its own chunk cache, and the ids are joined in order: the
 result is exactly `tokenizer.encode_ordinary(text)`. Worth it only for large inputs; small
 ones are encoded in this process.
@@ -12,8 +12,8 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from itertools import chain
 
+from glassformer.textfiles import split_at_safe_boundaries
 from glassformer.tokenizer.bpe import BPETokenizer
-from glassformer.tokenizer.pretokenize import split_at_safe_boundaries
 
 MIN_PARALLEL_CHARS = 4_000_000  # below this, starting processes costs more than it saves
 WORKER: BPETokenizer | None = None  # each worker process's own tokenizer (and cache)

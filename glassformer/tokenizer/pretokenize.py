@@ -6,13 +6,17 @@ digits or punctuation, and digits run together; GPT-4's pattern also caps digit 
 and lets one punctuation character lead a word. Both come from OpenAI's published tokenizers
 (gpt2 and cl100k_base) and need the `regex` package for the \\p{L} / \\p{N} Unicode classes.
 
+A custom pattern need not match every character: the text between its matches becomes
+chunks too (as Hugging Face's Split(..., "isolated") does), so no text is ever dropped and
+decode(encode(text)) == text for any pattern. Empty matches are skipped.
+
 Special tokens (e.g. <eos>) are found in the text before the pattern runs, and only when the
 caller allows them; otherwise the same characters are ordinary text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import regex
 
@@ -25,13 +29,68 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
 
 
 def resolve_pattern(pattern: str) -> str:
-    """A named pattern ("gpt2", "gpt4") or a user regex, checked to compile."""
+    """A named pattern ("gpt2", "gpt4") or a user regex, checked to compile.
+
+    Raises:
+        ValueError: not a string, or not a valid regex (one line, naming the pattern).
+    """
+    if not isinstance(pattern, str):
+        raise ValueError(f"pattern {pattern!r} is not a string")
     pattern = PATTERNS.get(pattern, pattern)
     try:
         regex.compile(pattern)
-    except regex.error as error:
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {error}") from None
+    except (regex.error, RecursionError, OverflowError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"pattern {pattern!r} is not a valid regex: {reason}") from None
     return pattern
+
+
+def chunker(pattern: str) -> Callable[[str], list[str]]:
+    """The function that cuts text into chunks for `pattern` (a name or a regex).
+
+    The built-in patterns match every character (each of letters, digits, spaces and the rest
+    has a branch), so their chunks are simply `findall`, the fast path. A custom pattern's
+    chunks are its matches and the gaps between them, in order.
+
+    Example: chunker("x")("abxxc") -> ["ab", "x", "x", "c"]
+    """
+    splitter = regex.compile(resolve_pattern(pattern))
+    if pattern in PATTERNS or pattern in PATTERNS.values():
+        return splitter.findall
+
+    def split_with_gaps(text: str) -> list[str]:
+        chunks, end = [], 0
+        for match in splitter.finditer(text):
+            start, stop = match.span()
+            if start > end:
+                chunks.append(text[end:start])  # text the pattern skipped over
+            if stop > start:
+                chunks.append(text[start:stop])
+            end = max(end, stop)
+        if end < len(text):
+            chunks.append(text[end:])
+        return chunks
+
+    return split_with_gaps
+
+
+def check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
+    """The special tokens as a list, after checking each is a distinct non-empty string.
+
+    Raises:
+        ValueError: an empty token, a token given twice, or one that is not a string.
+    """
+    tokens = list(special_tokens) if not isinstance(special_tokens, str) else [special_tokens]
+    seen: set[str] = set()
+    for token in tokens:
+        if not isinstance(token, str):
+            raise ValueError(f"special token {token!r} is not a string")
+        if not token:
+            raise ValueError("special token '' is empty: a special token needs some text")
+        if token in seen:
+            raise ValueError(f"special token {token!r} is given twice")
+        seen.add(token)
+    return tokens
 
 
 def split_special(text: str, specials: Iterable[str]) -> list[tuple[str, bool]]:
@@ -45,31 +104,6 @@ def split_special(text: str, specials: Iterable[str]) -> list[tuple[str, bool]]:
     splitter = regex.compile("(" + "|".join(regex.escape(s) for s in specials) + ")")
     pieces = splitter.split(text)  # odd indices are the captured specials
     return [(piece, i % 2 == 1) for i, piece in enumerate(pieces) if piece]
-
-
-def split_at_safe_boundaries(text: str, block_chars: int) -> list[str]:
-    """Cut `text` into blocks of about `block_chars`, each ending just after a newline that
-    is followed by a letter.
-
-    Both built-in patterns always put a chunk boundary there, so pre-tokenizing block by block
-    gives exactly the chunks of the whole text. (A custom pattern may not: give it whole texts.)
-    A text with no such newline stays one block.
-    """
-    blocks, start = [], 0
-    while len(text) - start > block_chars:
-        cut = text.rfind("\n", start, start + block_chars)
-        while cut >= start and not text[cut + 1 : cut + 2].isalpha():
-            cut = text.rfind("\n", start, cut)
-        if cut < start:
-            cut = text.find("\n", start + block_chars)
-            while cut != -1 and not text[cut + 1 : cut + 2].isalpha():
-                cut = text.find("\n", cut + 1)
-            if cut == -1:
-                break
-        blocks.append(text[start : cut + 1])
-        start = cut + 1
-    blocks.append(text[start:])
-    return [block for block in blocks if block]
 
 
 def check_unicode(text: str) -> bytes:

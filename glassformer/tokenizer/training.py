@@ -23,40 +23,24 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from pathlib import Path
 
-import regex
-
+from glassformer.textfiles import read_text_blocks, require_files
 from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer, merge_pair
-from glassformer.tokenizer.pretokenize import (
-    check_unicode,
-    resolve_pattern,
-    split_at_safe_boundaries,
-)
+from glassformer.tokenizer.pretokenize import check_special_tokens, check_unicode, chunker
 
-BLOCK_CHARS = 1 << 20  # characters read from a file at a time when counting chunks
 Pair = tuple[int, int]
 
 
 def count_chunks(texts: Iterable[str], pattern: str = "gpt4") -> Counter[bytes]:
-    """How often each pre-tokenized chunk occurs, as UTF-8 bytes."""
-    splitter = regex.compile(resolve_pattern(pattern))
+    """How often each pre-tokenized chunk occurs, as UTF-8 bytes.
+
+    Example: count_chunks(["ab ab"], "gpt2") -> Counter({b"ab": 1, b" ab": 1})
+    """
+    split = chunker(pattern)
     counts: Counter[str] = Counter()
     for text in texts:
         check_unicode(text)
-        counts.update(splitter.findall(text))
+        counts.update(split(text))
     return Counter({chunk.encode("utf-8"): n for chunk, n in counts.items()})
-
-
-def read_text_blocks(path: str | Path) -> Iterable[str]:
-    """A UTF-8 text file in blocks of about BLOCK_CHARS, cut where both built-in patterns
-    always split (see split_at_safe_boundaries), so memory stays bounded on large corpora.
-    """
-    with open(path, encoding="utf-8", newline="") as handle:  # keep \r\n as written
-        pending = ""
-        while block := handle.read(BLOCK_CHARS):
-            *ready, pending = split_at_safe_boundaries(pending + block, BLOCK_CHARS // 2) or [""]
-            yield from ready
-        if pending:
-            yield pending
 
 
 def pair_counts_of(words: list[list[int]], counts: list[int]) -> Counter[Pair]:
@@ -152,9 +136,11 @@ def train_bpe_tokenizer(
     Warns (UserWarning) and returns a smaller vocabulary when the text allows fewer merges.
 
     Raises:
-        ValueError: vocab_size below 256 + the special tokens, or a text with no chunks.
+        ValueError: vocab_size below 256 + the special tokens, a text with no chunks, an
+            invalid pattern, or an empty or repeated special token.
     """
-    special_tokens = list(dict.fromkeys(special_tokens))
+    special_tokens = check_special_tokens(special_tokens)
+    chunker(pattern)  # an invalid pattern fails here, before any text is read
     minimum = N_BYTES + len(special_tokens)
     if vocab_size < minimum:
         raise ValueError(
@@ -182,19 +168,11 @@ def train_bpe_from_files(
     special_tokens: Iterable[str] = (),
     progress: bool = False,
 ) -> BPETokenizer:
-    """train_bpe_tokenizer over UTF-8 text files, read in blocks (see read_text_blocks)."""
-    from glassformer.errors import GlassformerError
+    """train_bpe_tokenizer over UTF-8 text files, read in blocks (textfiles.read_text_blocks).
 
-    paths = [Path(p) for p in paths]
-    for path in paths:
-        if not path.is_file():
-            raise GlassformerError(f"{path}: no such file")
-
-    def texts() -> Iterable[str]:
-        for path in paths:
-            try:
-                yield from read_text_blocks(path)
-            except UnicodeDecodeError as error:
-                raise GlassformerError(f"{path}: not UTF-8 text ({error.reason})") from None
-
-    return train_bpe_tokenizer(texts(), vocab_size, pattern, special_tokens, progress)
+    Raises:
+        GlassformerError: a file is missing or not UTF-8 (naming the file and byte offset).
+    """
+    paths = require_files(paths)
+    texts = (block for path in paths for block in read_text_blocks(path))
+    return train_bpe_tokenizer(texts, vocab_size, pattern, special_tokens, progress)

@@ -6,12 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from glassformer.textfiles import read_text_blocks, split_at_safe_boundaries
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.parallel import encode_parallel
-from glassformer.tokenizer.pretokenize import split_at_safe_boundaries
 from glassformer.tokenizer.training import (
     count_chunks,
-    read_text_blocks,
     train_bpe_tokenizer,
     train_merges,
     train_merges_reference,
@@ -155,16 +154,13 @@ def test_custom_pattern_and_bad_pattern() -> None:
         BPETokenizer([], pattern="(unclosed")
 
 
-def test_safe_blocks_give_the_same_chunks(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    import glassformer.tokenizer.training as training
-
+def test_safe_blocks_give_the_same_chunks(tmp_path) -> None:  # noqa: ANN001
     text = MULTILINGUAL * 20
     blocks = split_at_safe_boundaries(text, 300)
     assert len(blocks) > 5 and "".join(blocks) == text
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(training, "BLOCK_CHARS", 500)
-    assert count_chunks(read_text_blocks(path)) == count_chunks([text])
+    assert count_chunks(read_text_blocks(path, block_bytes=500)) == count_chunks([text])
 
 
 def test_parallel_encoding_equals_serial(multilingual_tokenizer: BPETokenizer) -> None:
