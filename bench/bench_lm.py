@@ -129,7 +129,7 @@ def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
     import torch
 
     from glassformer.decoding.search import sample
-    from glassformer.tasks.textgen import load_lm
+    from glassformer.tasks.lm.inference import load_lm
 
     model, _ = load_lm(checkpoint)
     prompt = torch.zeros(1, 1, dtype=torch.long)

@@ -102,8 +102,9 @@ DATA_FIELDS: dict = {}  # --set FIELD=VALUE: SpeechDataConfig overrides (ablatio
 
 
 def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
-    from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
-    from glassformer.train.loop import TrainConfig
+    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+    from glassformer.tasks.speech.training import train_speech
+    from glassformer.train.config import TrainConfig
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import synthesize
 
@@ -111,7 +112,7 @@ def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
     if REUSE and (run / "last").is_dir():
         return run
     synthesize(Grammar.from_yaml(grammar), data, clips, progress=False)
-    model_fields, train_fields = SPEECH_PRESETS["small"]
+    model_fields, train_fields = SPEECH_PRESETS["small"].model, SPEECH_PRESETS["small"].train
     config = TrainConfig(**{**train_fields, "steps": steps})
     noise = str(SHARED / "noise")
     data_config = SpeechDataConfig(noise_dir=noise, **DATA_FIELDS)
@@ -121,7 +122,7 @@ def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
 
 def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.transcribe import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe
 
     speech = load_speech_model(run)
     right, latencies = 0, []
@@ -143,7 +144,7 @@ def latency(run: Path, data: Path) -> dict:
     """End-to-end transcription time of 2-second commands (features, encoder, beam search,
     grammar), median over held-out clips of the demo grammar cut or padded to 2 s."""
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.transcribe import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe
     from glassformer.voice.synth import read_manifest
 
     speech = load_speech_model(run)
@@ -189,7 +190,7 @@ def words(steps: int) -> dict:
 def coffee(steps: int) -> dict:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.transcribe import is_accepted, load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import is_accepted, load_speech_model, transcribe
     from glassformer.voice.synth import read_manifest
 
     grammar = SHARED / "grammars" / "coffee_maker.yaml"

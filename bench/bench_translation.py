@@ -47,14 +47,11 @@ def bleu_curve(run: Path, figure: Path) -> list[dict]:
 
 
 def main() -> None:
-    from glassformer.tasks.parallel import read_parallel
-    from glassformer.tasks.translate import (
-        TRANSLATION_PRESETS,
-        TranslationDataConfig,
-        train_translation,
-    )
-    from glassformer.tasks.translation_inference import evaluate_translation, load_translator
-    from glassformer.train.loop import TrainConfig
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.tasks.translation.data import read_parallel
+    from glassformer.tasks.translation.inference import evaluate_translation, load_translator
+    from glassformer.tasks.translation.training import train_translation
+    from glassformer.train.config import TrainConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=120.0, help="training time budget")
@@ -67,7 +64,7 @@ def main() -> None:
     run = WORK / args.preset
     train_pairs = read_parallel(src=DATA / "train.en.gz", tgt=DATA / "train.de.gz").pairs
     valid_pairs = read_parallel(src=DATA / "val.en.gz", tgt=DATA / "val.de.gz").pairs
-    model_fields, train_fields, data_fields = TRANSLATION_PRESETS[args.preset]
+    model_fields, train_fields, data_fields = TRANSLATION_PRESETS[args.preset].tables()
     steps = {"steps": args.steps} if args.steps else {}
     train_config = TrainConfig(**{**train_fields, **steps, "max_minutes": args.minutes})
     start = time.perf_counter()

@@ -159,7 +159,7 @@ def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, 
 
 
 def run_settings(
-    preset: tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]],
+    preset: Preset,
     toml_path: str | None,
     flags: Mapping[str, Mapping[str, Any]],
     out: Any,
@@ -167,7 +167,7 @@ def run_settings(
     derived: Iterable[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """The fields of a training run's [model], [train] and [data] tables, layered in order:
-    the preset's (model, train, data) dicts, or when resuming the saved run's settings from
+    the preset's tables, or when resuming the saved run's settings from
     OUT/last/config.json (so the same model is rebuilt); then the TOML file; then flags.
 
     `derived` names model fields the data decides (e.g. the vocabulary size): they are
@@ -192,5 +192,40 @@ def run_settings(
         model = {k: v for k, v in saved["config"].items() if k not in derived}
         bases = {"model": model, "train": saved["train"], "data": saved["data"]}
     else:
-        bases = dict(zip(tables, preset, strict=True))
+        bases = dict(zip(tables, preset.tables(), strict=True))
     return {t: {**bases[t], **toml[t], **flags.get(t, {})} for t in tables}
+
+
+# --- Presets -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A named starting point of a training run: fields of its [model], [train], [data] tables.
+
+    Fields the data decides (the vocabulary size) are left out; flags and --config override
+    the rest. `check_presets` proves at import time that every key names a real field.
+    """
+
+    summary: str  # one line for --help, e.g. "seconds on a CPU: for tests"
+    model: Mapping[str, Any]  # model config fields
+    train: Mapping[str, Any]  # TrainConfig fields
+    data: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the task's data config
+
+    def tables(self) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]:
+        """(model, train, data), the order run_settings layers them in."""
+        return self.model, self.train, self.data
+
+
+def check_presets(presets: Mapping[str, Preset], model: type, train: type, data: type) -> None:
+    """Raise ValueError if a preset names a field its config class does not have."""
+    for name, preset in presets.items():
+        for table, cls in zip(preset.tables(), (model, train, data), strict=True):
+            unknown = set(table) - {f.name for f in dataclasses.fields(cls)}
+            if unknown:
+                raise ValueError(f"preset {name!r}: unknown {cls.__name__} field(s) {unknown}")
+
+
+def preset_help(presets: Mapping[str, Preset]) -> str:
+    """'tiny: ...; baby: ...' for a --preset flag's help."""
+    return "; ".join(f"{name}: {preset.summary}" for name, preset in presets.items())

@@ -67,6 +67,11 @@ class FeatureConfig:
             raise ValueError(f"n_mfcc={self.n_mfcc} exceeds n_mels={self.n_mels}")
 
     @property
+    def frames_per_second(self) -> float:
+        """Feature frames per second of audio (100 at 16 kHz with a 160-sample hop)."""
+        return self.sample_rate / self.hop_length
+
+    @property
     def n_features(self) -> int:
         """Values per frame (M) of the final features."""
         base = self.n_mfcc if self.kind == "mfcc" else self.n_mels

@@ -17,9 +17,10 @@ def config_text(title: str, config: object) -> str:
 def cmd_train_lm(args: argparse.Namespace) -> None:
     from glassformer.configs import flag_overrides
     from glassformer.corpora import shakespeare_files
-    from glassformer.models.gpt import GPTConfig
-    from glassformer.tasks.textgen import LMDataConfig, resolve_lm_settings, train_lm
-    from glassformer.train.loop import TrainConfig
+    from glassformer.models.configs import GPTConfig
+    from glassformer.tasks.lm.config import LMDataConfig
+    from glassformer.tasks.lm.training import resolve_lm_settings, train_lm
+    from glassformer.train.config import TrainConfig
 
     files = [Path(f) for f in args.data] if args.data else shakespeare_files()
     out = Path(args.out)
@@ -50,8 +51,8 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> None:
     from glassformer.configs import config_from_dict, flag_overrides
-    from glassformer.decoding.search import DecodeConfig
-    from glassformer.tasks.textgen import generate_text, load_lm
+    from glassformer.decoding.config import DecodeConfig
+    from glassformer.tasks.lm.inference import generate_text, load_lm
 
     config = config_from_dict(DecodeConfig, flag_overrides(args, DecodeConfig))
     model, tokenizer = load_lm(args.checkpoint, args.device)
@@ -83,7 +84,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         return
     if not args.data:
         raise ValueError("a language model is evaluated on --data FILE")
-    from glassformer.tasks.textgen import evaluate_lm, load_lm
+    from glassformer.tasks.lm.inference import evaluate_lm, load_lm
 
     model, tokenizer = load_lm(args.checkpoint, args.device)
     result = evaluate_lm(model, tokenizer, Path(args.data))
@@ -94,7 +95,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def evaluate_speech_command(args: argparse.Namespace) -> None:
-    from glassformer.tasks.transcribe import evaluate_speech, load_speech_model
+    from glassformer.tasks.speech.inference import evaluate_speech, load_speech_model
 
     if not (args.audio_dir and args.labels):
         raise ValueError("a speech model is evaluated with --audio-dir DIR --labels FILE")
@@ -113,14 +114,15 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
 
 
 def add_training_commands(
-    commands: argparse._SubParsersAction, formatter: type, words: set[str]
+    commands: argparse._SubParsersAction, formatter: type
 ) -> argparse._SubParsersAction:
-    """`train lm`, `generate`, `evaluate`. Their config flags come from dataclasses in modules
-    that import torch, so they are added only when the command is on the command line:
-    `glassformer --help` stays instant."""
-    from glassformer.configs import add_config_flags
-
-    LM_PRESETS = ("baby", "gpt2-small", "tiny")  # keys of tasks.textgen.LM_PRESETS (tested)
+    """`train lm`, `generate`, `evaluate`. Their config flags come from torch-free dataclasses,
+    so building them keeps `glassformer --help` instant."""
+    from glassformer.configs import add_config_flags, preset_help
+    from glassformer.decoding.config import DecodeConfig
+    from glassformer.models.configs import GPTConfig
+    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+    from glassformer.train.config import TrainConfig
 
     group = commands.add_parser(
         "train",
@@ -145,19 +147,14 @@ def add_training_commands(
         help="UTF-8 text files (default: the embedded Shakespeare works)",
     )
     lm.add_argument(
-        "--preset", default="baby", choices=sorted(LM_PRESETS), help="model + recipe to start from"
+        "--preset", default="baby", choices=list(LM_PRESETS), help=preset_help(LM_PRESETS)
     )
     lm.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
     lm.add_argument("--out", default="runs/lm", help="run directory")
     lm.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    if "train" in words:
-        from glassformer.models.gpt import GPTConfig
-        from glassformer.tasks.textgen import LMDataConfig
-        from glassformer.train.loop import TrainConfig
-
-        add_config_flags(lm, GPTConfig, skip=["vocab_size"])
-        add_config_flags(lm, TrainConfig)
-        add_config_flags(lm, LMDataConfig)
+    add_config_flags(lm, GPTConfig, skip=["vocab_size"])
+    add_config_flags(lm, TrainConfig)
+    add_config_flags(lm, LMDataConfig)
     lm.set_defaults(handler=cmd_train_lm)
 
     generate = commands.add_parser(
@@ -170,10 +167,7 @@ def add_training_commands(
     generate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
     generate.add_argument("--prompt", default="\n", help="text to continue")
     generate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
-    if "generate" in words:
-        from glassformer.decoding.search import DecodeConfig
-
-        add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
+    add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
     generate.set_defaults(handler=cmd_generate)
 
     evaluate = commands.add_parser(

@@ -11,14 +11,11 @@ from pathlib import Path
 
 def cmd_train_translation(args: argparse.Namespace) -> None:
     from glassformer.configs import config_from_dict, flag_overrides, run_settings
-    from glassformer.models.seq2seq import Seq2SeqConfig
-    from glassformer.tasks.parallel import read_parallel
-    from glassformer.tasks.translate import (
-        TRANSLATION_PRESETS,
-        TranslationDataConfig,
-        train_translation,
-    )
-    from glassformer.train.loop import TrainConfig
+    from glassformer.models.configs import Seq2SeqConfig
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.tasks.translation.data import read_parallel
+    from glassformer.tasks.translation.training import train_translation
+    from glassformer.train.config import TrainConfig
 
     out = Path(args.out)
     flags = {
@@ -61,7 +58,7 @@ def cmd_train_translation(args: argparse.Namespace) -> None:
 
 def cmd_translate(args: argparse.Namespace) -> None:
     from glassformer.errors import GlassformerError
-    from glassformer.tasks.translation_inference import load_translator, translate
+    from glassformer.tasks.translation.inference import load_translator, translate
 
     if args.text == ["-"]:
         sentences = [line.rstrip("\n") for line in sys.stdin]
@@ -78,7 +75,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
 
 
 def evaluate_translation_command(args: argparse.Namespace) -> None:
-    from glassformer.tasks.translation_inference import evaluate_translation, load_translator
+    from glassformer.tasks.translation.inference import evaluate_translation, load_translator
 
     if not (args.src and args.ref):
         raise ValueError("a translation model is evaluated with --src FILE --ref FILE")
@@ -94,12 +91,12 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
 
 
 def add_translation_commands(
-    commands: argparse._SubParsersAction,
-    train_tasks: argparse._SubParsersAction,
-    formatter: type,
-    words: set[str],
+    commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
-    from glassformer.configs import add_config_flags
+    from glassformer.configs import add_config_flags, preset_help
+    from glassformer.models.configs import Seq2SeqConfig
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.train.config import TrainConfig
 
     train = train_tasks.add_parser(
         "translation",
@@ -119,19 +116,19 @@ def add_translation_commands(
     train.add_argument("--valid-data", metavar="TSV", help="validation pairs (TSV)")
     train.add_argument("--valid-src", metavar="FILE", help="validation source sentences")
     train.add_argument("--valid-tgt", metavar="FILE", help="validation translations")
-    train.add_argument("--preset", default="small", choices=["base", "small", "tiny"])
+    train.add_argument(
+        "--preset",
+        default="small",
+        choices=list(TRANSLATION_PRESETS),
+        help=preset_help(TRANSLATION_PRESETS),
+    )
     train.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
     train.add_argument("--out", default="runs/translation", help="run directory")
     train.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    if "translation" in words:
-        from glassformer.models.seq2seq import Seq2SeqConfig
-        from glassformer.tasks.translate import TranslationDataConfig
-        from glassformer.train.loop import TrainConfig
-
-        skip = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "frontend"]
-        add_config_flags(train, Seq2SeqConfig, skip=[*skip, "share_embeddings", "ctc_head"])
-        add_config_flags(train, TrainConfig)
-        add_config_flags(train, TranslationDataConfig)
+    skip = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "frontend"]
+    add_config_flags(train, Seq2SeqConfig, skip=[*skip, "share_embeddings"])
+    add_config_flags(train, TrainConfig)
+    add_config_flags(train, TranslationDataConfig)
     train.set_defaults(handler=cmd_train_translation)
 
     translate = commands.add_parser(

@@ -24,45 +24,44 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
 
 
 def cmd_train_speech(args: argparse.Namespace) -> None:
+    import dataclasses
+
     from glassformer.configs import config_from_dict, flag_overrides, run_settings
-    from glassformer.models.seq2seq import Seq2SeqConfig
-    from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
-    from glassformer.train.loop import TrainConfig
+    from glassformer.models.configs import SpeechConfig
+    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+    from glassformer.tasks.speech.training import train_speech
+    from glassformer.train.config import TrainConfig
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import synthesize
 
     out = Path(args.out)
     data_dir = Path(args.data) if args.data else out / "data"
     if not args.data and not (data_dir / "manifest.jsonl").is_file():
-        print(f"synthesizing {DEFAULT_CLIPS} clips of {args.grammar} into {data_dir}")
+        grammar_path = Path(args.grammar or DEFAULT_GRAMMAR)
+        print(f"synthesizing {DEFAULT_CLIPS} clips of {grammar_path} into {data_dir}")
         synthesize(
-            Grammar.from_yaml(args.grammar), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
+            Grammar.from_yaml(grammar_path), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
         )
-    settings = data_dir / "dataset.json"  # written by `voice synth` (its --noise-dir)
-    saved_noise = json.loads(settings.read_text()).get("noise_dir") if settings.is_file() else ""
-    noise_dir = args.noise_dir or saved_noise
-    model_base, train_base = SPEECH_PRESETS[args.preset]
+    info = dataset_settings(data_dir)
+    grammar_path = speech_grammar(args.grammar, info, data_dir)
+    noise_dir = args.noise_dir or info.get("noise_dir") or ""
+    preset = SPEECH_PRESETS[args.preset]
+    if noise_dir:
+        preset = dataclasses.replace(preset, data={**preset.data, "noise_dir": noise_dir})
     flags = {
-        "model": flag_overrides(args, Seq2SeqConfig),
+        "model": flag_overrides(args, SpeechConfig),
         "train": flag_overrides(args, TrainConfig),
         "data": flag_overrides(args, SpeechDataConfig),
     }
     derived = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "ctc_head"]
-    fields = run_settings(
-        (model_base, train_base, {"noise_dir": noise_dir} if noise_dir else {}),
-        args.config,
-        flags,
-        out,
-        args.resume,
-        derived,
-    )
+    fields = run_settings(preset, args.config, flags, out, args.resume, derived)
     model_fields = fields["model"]
     train_config = config_from_dict(TrainConfig, fields["train"])
     data_config = config_from_dict(SpeechDataConfig, fields["data"])
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
-    say(f"# glassformer train speech: {args.grammar}, data {data_dir} -> {out}")
+    say(f"# glassformer train speech: {grammar_path}, data {data_dir} -> {out}")
     result = train_speech(
-        Path(args.grammar),
+        grammar_path,
         data_dir,
         model_fields,
         train_config,
@@ -77,9 +76,33 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     )
 
 
+def dataset_settings(data_dir: Path) -> dict:
+    """What `voice synth` recorded about a dataset (its grammar, noise folder), or {}."""
+    from glassformer.voice.synth import read_dataset_info
+
+    return read_dataset_info(data_dir)
+
+
+def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
+    """The grammar to train for: the dataset's own, unless --grammar names another file with
+    the same sentences' source (a different grammar would mislabel every clip)."""
+    from glassformer.errors import GlassformerError
+
+    recorded = info.get("grammar")
+    if given is None:
+        return Path(recorded) if recorded else DEFAULT_GRAMMAR
+    if recorded and Path(given).resolve() != Path(recorded).resolve():
+        same = Path(recorded).is_file() and Path(recorded).read_bytes() == Path(given).read_bytes()
+        if not same:
+            raise GlassformerError(
+                f"{data_dir} was synthesized from {recorded}, not --grammar {given}"
+            )
+    return Path(given)
+
+
 def cmd_transcribe(args: argparse.Namespace) -> None:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.transcribe import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe
 
     speech = load_speech_model(args.checkpoint, args.device)
     for path in args.audio:
@@ -92,12 +115,12 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
 
 
 def add_voice_commands(
-    commands: argparse._SubParsersAction,
-    train_tasks: argparse._SubParsersAction,
-    formatter: type,
-    words: set[str],
+    commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
-    from glassformer.configs import add_config_flags
+    from glassformer.configs import add_config_flags, preset_help
+    from glassformer.models.configs import SpeechConfig
+    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+    from glassformer.train.config import TrainConfig
 
     voice = commands.add_parser(
         "voice", help="synthesize training speech for a command grammar", formatter_class=formatter
@@ -126,24 +149,22 @@ def add_voice_commands(
         "from --grammar when --data is not given), with noise, speed, reverb and SpecAugment "
         "augmentation. Writes OUT/best, OUT/last, OUT/metrics.jsonl, OUT/loss.png.",
     )
-    speech.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
+    speech.add_argument(
+        "--grammar",
+        help="grammar YAML (default: the one --data was synthesized from, else "
+        f"{DEFAULT_GRAMMAR.name})",
+    )
     speech.add_argument("--data", metavar="DATA_DIR", help="a `voice synth` dataset")
-    speech.add_argument("--preset", default="small", choices=["small", "tiny"])
+    speech.add_argument(
+        "--preset", default="small", choices=list(SPEECH_PRESETS), help=preset_help(SPEECH_PRESETS)
+    )
     speech.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
     speech.add_argument("--out", default="runs/speech", help="run directory")
     speech.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    if "speech" in words:
-        from glassformer.models.seq2seq import Seq2SeqConfig
-        from glassformer.tasks.speech import SpeechDataConfig
-        from glassformer.train.loop import TrainConfig
-
-        add_config_flags(
-            speech, Seq2SeqConfig, skip=["tgt_vocab_size", "src_vocab_size", "source", "n_features"]
-        )
-        add_config_flags(speech, TrainConfig)
-        add_config_flags(speech, SpeechDataConfig)
-    else:
-        speech.add_argument("--noise-dir", help="noise WAVs mixed into training clips")
+    derived = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "ctc_head"]
+    add_config_flags(speech, SpeechConfig, skip=[*derived, "share_embeddings"])
+    add_config_flags(speech, TrainConfig)
+    add_config_flags(speech, SpeechDataConfig)
     speech.set_defaults(handler=cmd_train_speech)
 
     transcribe = commands.add_parser(

@@ -22,11 +22,10 @@ version counters, which measurably speeds up token-by-token decoding of small mo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import torch
 
-from glassformer.configs import require_positive
+from glassformer.decoding.config import DecodeConfig
 from glassformer.decoding.processors import (
     apply_temperature,
     suppress_tokens,
@@ -38,27 +37,6 @@ from glassformer.layers.kv_cache import KVCache
 Step = Callable[[torch.Tensor, KVCache], torch.Tensor]  # (B, T) tokens -> (B, T, V) logits
 OnToken = Callable[[torch.Tensor], None]  # receives each step's new tokens, (B,)
 Restrict = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (N, T), (N, V) -> (N, V)
-
-
-@dataclass(frozen=True)
-class DecodeConfig:
-    max_new_tokens: int = 200  # tokens to generate at most (fewer if every row ends with eos)
-    temperature: float = 1.0  # sampling temperature; 0 = greedy (always the most likely token)
-    top_k: int = 0  # sample only among the k most likely tokens; 0 = no limit
-    top_p: float = 1.0  # sample only within the smallest set with this much probability
-    beam_size: int = 1  # > 1: beam search (deterministic; temperature, top-k, top-p unused)
-    length_penalty: float = 0.6  # GNMT alpha for beam search; 0 = compare raw log-probabilities
-    seed: int = 1337  # random seed for sampling
-
-    def __post_init__(self) -> None:
-        require_positive(self, "max_new_tokens", "beam_size")
-        if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
-            raise ValueError(
-                f"need temperature >= 0, top_k >= 0, 0 < top_p <= 1; got temperature="
-                f"{self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
-            )
-        if self.length_penalty < 0:
-            raise ValueError(f"length_penalty={self.length_penalty} must be >= 0")
 
 
 def decode_loop(

@@ -71,7 +71,7 @@ def token_labels(tokenizer: object, ids: list[int]) -> list[str]:
 
 def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     """The GPT's self-attention over the text's tokens (the last max_len of them)."""
-    from glassformer.tasks.textgen import load_lm
+    from glassformer.tasks.lm.inference import load_lm
 
     model, tokenizer = load_lm(directory)
     ids = tokenizer.encode(text)[-model.config.max_len :]
@@ -86,7 +86,7 @@ def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
 
 def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     """Encoder, decoder and cross-attention for the text and its greedy translation."""
-    from glassformer.tasks.translation_inference import load_translator, translate_batch
+    from glassformer.tasks.translation.inference import load_translator, translate_batch
 
     translator = load_translator(directory)
     model, source_tok, target_tok = (
@@ -136,7 +136,7 @@ def speech_maps(directory: Path, audio: str | Path) -> dict[str, AttentionMaps]:
     from glassformer.audio.augment import trim_silence
     from glassformer.audio.features import SAMPLE_RATE, compute_features
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.transcribe import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe
 
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
     speech = load_speech_model(directory)

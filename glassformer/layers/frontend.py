@@ -61,6 +61,14 @@ class FeatureFrontEnd(nn.Module):
             lengths = conv_output_length(lengths)
         return lengths
 
+    def max_input_frames(self, max_outputs: int) -> int:
+        """The most input frames whose output fits in `max_outputs` positions (the encoder's
+        position table): N for linear, 4 N for conv (ceil(ceil(N / 2) / 2) <= max_outputs).
+        """
+        frames = max_outputs if self.kind == "linear" else max_outputs * CONV_STRIDE**2
+        assert int(self.output_lengths(torch.tensor([frames]))) <= max_outputs  # the inverse
+        return frames
+
     def forward(
         self, features: torch.Tensor, lengths: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:

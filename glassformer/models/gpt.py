@@ -12,78 +12,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from glassformer.configs import (
-    require_choice,
-    require_divisible,
-    require_fraction,
-    require_positive,
-)
 from glassformer.layers.blocks import Decoder, DecoderBlock
 from glassformer.layers.embedding import DeEmbedding, TokenEmbedding
-from glassformer.layers.feedforward import ACTIVATIONS
 from glassformer.layers.kv_cache import KVCache
 from glassformer.layers.masks import key_padding_to_attn_mask
 from glassformer.layers.norm import LayerNorm
 from glassformer.layers.positional import LearnedPositions, make_positions
-
-
-@dataclass(frozen=True)
-class GPTConfig:
-    vocab_size: int  # token ids, including special tokens (V); 50257 for GPT-2
-    max_len: int = 256  # longest sequence the position table covers, in tokens
-    d_model: int = 128  # width of the residual stream (D)
-    n_heads: int = 4  # attention heads (H); d_model must divide evenly
-    n_layers: int = 4  # decoder blocks
-    d_ff: int = 512  # hidden width of each feed-forward layer (F), usually 4 * D
-    dropout: float = 0.0  # 0 for tiny runs; 0.1 as GPT-2 for real training
-    activation: str = "gelu_tanh"  # feed-forward non-linearity: relu | gelu | gelu_tanh (GPT-2)
-    norm_first: bool = True  # pre-norm as GPT-2 (True) or post-norm as the 2017 paper (False)
-    positional: str = "learned"  # learned (GPT-2) | sinusoidal (the paper)
-    scale_embedding: bool = False  # multiply embeddings by sqrt(d_model), as the paper does
-    tie_weights: bool = True  # de-embedding shares the embedding matrix (GPT-2, the paper)
-    layer_norm_eps: float = 1e-5  # eps inside every LayerNorm's square root
-    use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
-
-    def __post_init__(self) -> None:
-        require_positive(self, "vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
-        require_divisible(self, "d_model", "n_heads")
-        require_fraction(self, "dropout")
-        require_choice(self, "activation", ACTIVATIONS)
-        require_choice(self, "positional", ["learned", "sinusoidal"])
-        if self.layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps={self.layer_norm_eps!r} must be positive")
-
-    @property
-    def d_head(self) -> int:
-        """Per-head width (Dh = D / H)."""
-        return self.d_model // self.n_heads
-
-    @classmethod
-    def tiny(cls, vocab_size: int = 64) -> GPTConfig:
-        """For tests and demos: trains in seconds on a CPU."""
-        return cls(vocab_size=vocab_size, max_len=64, d_model=32, n_heads=4, n_layers=2, d_ff=64)
-
-    @classmethod
-    def gpt2_small(cls) -> GPTConfig:
-        """GPT-2 small (Radford et al. 2019): 124,439,808 parameters with the tied head."""
-        return cls(
-            vocab_size=50257,
-            max_len=1024,
-            d_model=768,
-            n_heads=12,
-            n_layers=12,
-            d_ff=3072,
-            dropout=0.1,
-        )
-
-
-PRESETS = {"tiny": GPTConfig.tiny, "gpt2-small": GPTConfig.gpt2_small}
+from glassformer.models.configs import GPTConfig
 
 
 class GPT(nn.Module):

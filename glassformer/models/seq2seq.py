@@ -11,107 +11,17 @@ into the encoder, in place of embedded words). Both paths share every block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from glassformer.configs import (
-    require_choice,
-    require_divisible,
-    require_fraction,
-    require_positive,
-)
 from glassformer.layers.blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
 from glassformer.layers.embedding import DeEmbedding, TokenEmbedding
-from glassformer.layers.feedforward import ACTIVATIONS
 from glassformer.layers.frontend import FeatureFrontEnd
 from glassformer.layers.kv_cache import KVCache
 from glassformer.layers.masks import key_padding_to_attn_mask, padding_mask
 from glassformer.layers.norm import LayerNorm
 from glassformer.layers.positional import make_positions
-
-
-@dataclass(frozen=True)
-class Seq2SeqConfig:
-    tgt_vocab_size: int  # target token ids, including special tokens (V)
-    src_vocab_size: int = 0  # source token ids; 0 when source="features"
-    source: str = "tokens"  # tokens (text) | features (dense vectors such as MFCC frames)
-    n_features: int = 0  # feature width per frame (M) when source="features", e.g. 13 or 80
-    frontend: str = "conv"  # features -> d_model: linear | conv (two stride-2 convs, 4x fewer)
-    max_src_len: int = 256  # longest source the position table covers (tokens or front-end frames)
-    max_tgt_len: int = 256  # longest target, in tokens
-    d_model: int = 512  # width of the residual stream (D); 512 in the paper
-    n_heads: int = 8  # attention heads (H); d_model must divide evenly
-    n_encoder_layers: int = 6  # encoder blocks; 6 in the paper
-    n_decoder_layers: int = 6  # decoder blocks; 6 in the paper
-    d_ff: int = 2048  # feed-forward hidden width (F); 2048 in the paper
-    dropout: float = 0.1  # 0.1 in the paper
-    activation: str = "relu"  # relu (the paper) | gelu | gelu_tanh
-    norm_first: bool = False  # post-norm as the paper (False) or pre-norm (True)
-    final_norm: bool = False  # LayerNorm after each stack; required with norm_first=True
-    positional: str = "sinusoidal"  # sinusoidal (the paper) | learned
-    scale_embedding: bool = True  # multiply embeddings by sqrt(d_model), as the paper does
-    share_embeddings: bool = False  # one table for source and target (a shared BPE vocabulary)
-    tie_output: bool = True  # de-embedding = target embedding transposed (the paper)
-    layer_norm_eps: float = 1e-5  # eps inside every LayerNorm's square root
-    use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
-    ctc_head: bool = False  # a linear map from encoder outputs to V, for an auxiliary CTC loss
-
-    def __post_init__(self) -> None:
-        require_positive(self, "tgt_vocab_size", "max_src_len", "max_tgt_len", "d_model")
-        require_positive(self, "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff")
-        require_divisible(self, "d_model", "n_heads")
-        require_fraction(self, "dropout")
-        require_choice(self, "activation", ACTIVATIONS)
-        require_choice(self, "positional", ["learned", "sinusoidal"])
-        require_choice(self, "source", ["features", "tokens"])
-        require_choice(self, "frontend", ["conv", "linear"])
-        require_positive(self, "src_vocab_size" if self.source == "tokens" else "n_features")
-        if self.norm_first and not self.final_norm:
-            raise ValueError("norm_first=True needs final_norm=True (else nothing normalizes x)")
-        if self.share_embeddings and self.source != "tokens":
-            raise ValueError(f"share_embeddings=True needs source='tokens', got {self.source!r}")
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
-                f"share_embeddings=True needs src_vocab_size={self.src_vocab_size} "
-                f"== tgt_vocab_size={self.tgt_vocab_size}"
-            )
-
-    @property
-    def d_head(self) -> int:
-        """Per-head width (Dh = D / H); 64 for the paper's base model."""
-        return self.d_model // self.n_heads
-
-    @classmethod
-    def tiny(cls, src_vocab_size: int = 32, tgt_vocab_size: int = 32) -> Seq2SeqConfig:
-        """For tests and demos: trains in seconds on a CPU."""
-        return cls(
-            tgt_vocab_size=tgt_vocab_size,
-            src_vocab_size=src_vocab_size,
-            max_src_len=64,
-            max_tgt_len=64,
-            d_model=32,
-            n_heads=4,
-            n_encoder_layers=2,
-            n_decoder_layers=2,
-            d_ff=64,
-            dropout=0.0,
-        )
-
-    @classmethod
-    def paper_base(cls, vocab_size: int = 37000) -> Seq2SeqConfig:
-        """The paper's base model: D 512, 8 heads (Dh 64), F 2048, 6 + 6 layers, shared vocab."""
-        return cls(
-            tgt_vocab_size=vocab_size,
-            src_vocab_size=vocab_size,
-            share_embeddings=True,
-            max_src_len=512,
-            max_tgt_len=512,
-        )
-
-
-PRESETS = {"tiny": Seq2SeqConfig.tiny, "paper-base": Seq2SeqConfig.paper_base}
+from glassformer.models.configs import Seq2SeqConfig
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -149,7 +59,6 @@ class Seq2SeqTransformer(nn.Module):
         self.head = DeEmbedding(c.d_model, c.tgt_vocab_size)
         if c.tie_output:
             self.head.weight = self.tgt_embed.weight
-        self.ctc_head = nn.Linear(c.d_model, c.tgt_vocab_size) if c.ctc_head else None
         init_seq2seq_weights(self)
 
     def make_final_norm(self) -> LayerNorm | None:
@@ -200,24 +109,14 @@ class Seq2SeqTransformer(nn.Module):
         source: torch.Tensor,
         tokens: torch.Tensor,
         source_lengths: torch.Tensor | None = None,
-        with_ctc: bool = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    ) -> torch.Tensor:
         """Teacher-forced logits: encode the source, decode the whole target prefix.
 
-        With `with_ctc` (needs config.ctc_head) also the encoder's per-position logits and
-        its padding mask, for a CTC loss (Graves et al. 2006) that teaches the encoder to
-        align sound with tokens directly; it speeds up learning the attention's alignment.
-
         Shapes:
-            returns: logits (B, T, V); with_ctc: and (B, S', V), (B, S') bool or None
+            source: (B, S) int or (B, M, N) float   tokens: (B, T)   returns: (B, T, V)
         """
         memory, memory_padding = self.encode(source, source_lengths)
-        logits = self.decode(tokens, memory, memory_padding)
-        if not with_ctc:
-            return logits
-        if self.ctc_head is None:
-            raise ValueError("with_ctc=True needs a model built with ctc_head=True")
-        return logits, self.ctc_head(memory), memory_padding
+        return self.decode(tokens, memory, memory_padding)
 
     def new_cache(self) -> KVCache:
         """An empty KV cache (self- and cross-attention) for incremental decoding."""

@@ -25,16 +25,12 @@ from torch import nn
 from glassformer.configs import config_from_dict, config_to_dict
 from glassformer.errors import CheckpointError
 from glassformer.files import write_directory_atomically
-from glassformer.models.gpt import GPT, GPTConfig
-from glassformer.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from glassformer.models.registry import MODELS, upgrade_header
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-MODELS: dict[str, tuple[type, type[nn.Module]]] = {
-    "gpt": (GPTConfig, GPT),
-    "seq2seq": (Seq2SeqConfig, Seq2SeqTransformer),
-}
+TASK_MODELS = {"lm": "gpt", "speech": "speech", "translation": "seq2seq"}  # task -> model kind
 
 
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -95,11 +91,15 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def open_task_checkpoint(path: str | Path, task: str) -> tuple[Path, dict[str, Any]]:
     """A run or checkpoint directory of `task` ("lm", "speech", "translation"): the resolved
-    checkpoint directory and its header. Any other task is a one-line CheckpointError."""
+    checkpoint directory and its header. Another task, or a model kind the task does not use,
+    is a one-line CheckpointError. A bare GPT (saved without a task) counts as "lm"."""
     directory = resolve_checkpoint(path)
     header = read_header(directory)
-    if header.get("task") != task:
-        raise CheckpointError(f"{directory}: not a {task} checkpoint (task={header.get('task')!r})")
+    found = header.get("task") or ("lm" if header["kind"] == "gpt" else None)
+    if found != task:
+        raise CheckpointError(f"{directory}: not a {task} checkpoint (task={found!r})")
+    if header["kind"] != TASK_MODELS[task]:
+        raise CheckpointError(f"{directory}: a {task} checkpoint of kind {header['kind']!r}")
     return directory, header
 
 
@@ -119,6 +119,7 @@ def read_header(directory: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
+    header = upgrade_header(header)
     version = header.get("format_version")
     if version != FORMAT_VERSION:
         raise CheckpointError(f"{path}: format_version={version!r}, expected {FORMAT_VERSION}")

@@ -26,49 +26,15 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from glassformer.configs import require_choice, require_positive
+from glassformer.devices import resolve_device
 from glassformer.errors import GlassformerError
 from glassformer.train import distributed, schedule
 from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
+from glassformer.train.config import TrainConfig
 from glassformer.train.curves import MetricsLog, plot_loss_curve
 from glassformer.train.state import read_train_state, write_train_state
 
 Batch = tuple[torch.Tensor, ...]
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    steps: int = 2000  # optimizer steps in the whole run
-    batch_size: int = 12  # sequences per optimizer step, over all processes and micro-batches
-    grad_accum: int = 1  # micro-batches per step (batch_size must divide evenly)
-    lr: float = 1e-3  # peak learning rate (for inverse_sqrt: a multiplier of the paper's curve)
-    min_lr: float = 1e-4  # learning rate at the end of the cosine decay
-    schedule: str = "cosine"  # cosine | inverse_sqrt (the paper) | constant
-    warmup_steps: int = 100  # linear warmup steps
-    weight_decay: float = 0.1  # AdamW decoupled decay, on matrices and embeddings only
-    beta1: float = 0.9  # AdamW first-moment decay
-    beta2: float = 0.99  # AdamW second-moment decay; 0.98 in the paper, 0.999 torch default
-    adam_eps: float = 1e-8  # AdamW epsilon; 1e-9 in the paper
-    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
-    label_smoothing: float = 0.0  # spread this much target probability uniformly; 0.1 paper
-    eval_every: int = 250  # steps between validation evaluations
-    eval_batches: int = 20  # batches per evaluation (the same batches every time)
-    checkpoint_every: int = 500  # steps between checkpoints of OUT/last
-    seed: int = 1337  # seeds weights, dropout and data sampling
-    device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
-    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
-    compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
-    max_minutes: float = 0.0  # stop (evaluate, checkpoint) after this much training; 0 = no limit
-
-    def __post_init__(self) -> None:
-        require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
-        require_positive(self, "checkpoint_every")
-        require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
-        require_choice(self, "precision", ["auto", "bf16", "fp32"])
-        if self.batch_size % self.grad_accum:
-            raise ValueError(
-                f"batch_size={self.batch_size} is not divisible by grad_accum={self.grad_accum}"
-            )
 
 
 class TrainTask(Protocol):
@@ -131,16 +97,6 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=config.lr, betas=betas, eps=config.adam_eps, fused=True)
 
 
-def resolve_device(name: str, ctx: distributed.Distributed) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and ctx.world_size > 1:
-        name = f"cuda:{ctx.local_rank}"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GlassformerError(f"device={name!r} but CUDA is not available here")
-    return torch.device(name)
-
-
 def autocast_context(
     config: TrainConfig, device: torch.device
 ) -> contextlib.AbstractContextManager:
@@ -187,7 +143,7 @@ def train(
         config.device == "auto" and torch.cuda.is_available()
     )
     ctx = distributed.init_distributed("cuda" if wants_cuda else "cpu")
-    device = resolve_device(config.device, ctx)
+    device = resolve_device(config.device, ctx.local_rank if ctx.world_size > 1 else 0)
     model.to(device).train()
     optimizer = make_optimizer(model, config)
     data_generator = torch.Generator().manual_seed(config.seed)

@@ -17,7 +17,7 @@ from glassformer.explain.attention_maps import (
     draw_attention_maps,
     output_paths,
 )
-from glassformer.train.loop import TrainConfig
+from glassformer.train.config import TrainConfig
 from tests.explain.conftest import assert_png
 
 TEXT = "check the battery log and find out whether it ran down please\n" * 30
@@ -44,12 +44,13 @@ def assert_rows_sum_to_one(probs: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def lm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from glassformer.tasks.textgen import LM_PRESETS, LMDataConfig, train_lm
+    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+    from glassformer.tasks.lm.training import train_lm
 
     root = tmp_path_factory.mktemp("lm")
     corpus = root / "corpus.txt"
     corpus.write_text(TEXT)
-    model_fields, train_fields = LM_PRESETS["tiny"]
+    model_fields, train_fields = LM_PRESETS["tiny"].model, LM_PRESETS["tiny"].train
     config = TrainConfig(**{**train_fields, "steps": 5, "eval_every": 5, "device": "cpu"})
     train_lm(
         [corpus], model_fields, config, LMDataConfig(block_size=32), root / "run", False, False
@@ -59,14 +60,11 @@ def lm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def translation_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from glassformer.tasks.translate import (
-        TRANSLATION_PRESETS,
-        TranslationDataConfig,
-        train_translation,
-    )
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.tasks.translation.training import train_translation
 
     root = tmp_path_factory.mktemp("translation")
-    model_fields, train_fields, data_fields = TRANSLATION_PRESETS["tiny"]
+    model_fields, train_fields, data_fields = TRANSLATION_PRESETS["tiny"].tables()
     config = TrainConfig(**{**train_fields, "steps": 4, "eval_every": 4, "device": "cpu"})
     data = TranslationDataConfig(**{**data_fields, "valid_size": 4, "bleu_sentences": 2})
     train_translation(PAIRS, None, model_fields, config, data, root / "run", progress=False)
@@ -105,14 +103,15 @@ def test_translation_encoder_decoder_and_cross(translation_run: Path, tmp_path: 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng synthesizes the clips")
 def test_speech_cross_attention(tmp_path: Path) -> None:
     from glassformer.cli import main
-    from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
+    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+    from glassformer.tasks.speech.training import train_speech
     from glassformer.voice.synth import read_manifest
 
     grammar, data = tmp_path / "grammar.yaml", tmp_path / "data"
     grammar.write_text(SPEECH_GRAMMAR)
     synth = ["voice", "synth", "--grammar", str(grammar), "--out", str(data), "--count", "4"]
     assert main(synth) == 0
-    model_fields, train_fields = SPEECH_PRESETS["tiny"]
+    model_fields, train_fields = SPEECH_PRESETS["tiny"].model, SPEECH_PRESETS["tiny"].train
     config = TrainConfig(**{**train_fields, "steps": 3, "eval_every": 3, "device": "cpu"})
     clean = SpeechDataConfig(noise_prob=0.0, augment_prob=0.0, bpe_vocab_size=300)
     train_speech(grammar, data, model_fields, config, clean, tmp_path / "run", progress=False)

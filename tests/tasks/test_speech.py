@@ -10,9 +10,10 @@ import pytest
 
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
-from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
-from glassformer.tasks.transcribe import evaluate_speech, load_speech_model, transcribe
-from glassformer.train.loop import TrainConfig
+from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+from glassformer.tasks.speech.inference import evaluate_speech, load_speech_model, transcribe
+from glassformer.tasks.speech.training import train_speech
+from glassformer.train.config import TrainConfig
 from glassformer.voice.synth import read_manifest
 
 pytestmark = pytest.mark.skipif(
@@ -60,7 +61,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]
         )
         == 0
     )
-    model_fields, train_fields = SPEECH_PRESETS["tiny"]
+    model_fields, train_fields = SPEECH_PRESETS["tiny"].model, SPEECH_PRESETS["tiny"].train
     config = TrainConfig(**{**train_fields, "steps": 150, "batch_size": 8, "lr": 3e-3})
     train_speech(grammar, data, model_fields, config, CLEAN, root / "run", progress=False)
     return grammar, data, root / "run"

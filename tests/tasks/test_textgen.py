@@ -12,17 +12,12 @@ import torch
 
 from glassformer.cli import main
 from glassformer.decoding.search import DecodeConfig
-from glassformer.tasks.textgen import (
-    LM_PRESETS,
-    LMDataConfig,
-    evaluate_lm,
-    generate_text,
-    load_lm,
-    train_lm,
-)
+from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+from glassformer.tasks.lm.inference import evaluate_lm, generate_text, load_lm
+from glassformer.tasks.lm.training import train_lm
 from glassformer.tokenizer.char import CharTokenizer
+from glassformer.train.config import TrainConfig
 from glassformer.train.data import prepare_token_data, sample_blocks, token_dtype
-from glassformer.train.loop import TrainConfig
 
 TEXT = (
     "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 40
@@ -51,7 +46,7 @@ def test_token_file_is_cached_split_and_sampled(corpus: Path, tmp_path: Path) ->
 
 
 def test_train_generate_evaluate(corpus: Path, tmp_path: Path) -> None:
-    model_fields, train_fields = LM_PRESETS["tiny"]
+    model_fields, train_fields = LM_PRESETS["tiny"].model, LM_PRESETS["tiny"].train
     train_config = TrainConfig(**{**train_fields, "steps": 120, "lr": 1e-2, "device": "cpu"})
     result = train_lm(
         [corpus],

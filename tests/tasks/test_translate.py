@@ -12,18 +12,15 @@ import pytest
 import torch
 
 from glassformer.cli import main
-from glassformer.tasks.translate import (
-    TRANSLATION_PRESETS,
-    TranslationDataConfig,
-    train_translation,
-)
-from glassformer.tasks.translation_inference import (
+from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+from glassformer.tasks.translation.inference import (
     corpus_scores,
     load_translator,
     translate,
     translate_batch,
 )
-from glassformer.train.loop import TrainConfig
+from glassformer.tasks.translation.training import train_translation
+from glassformer.train.config import TrainConfig
 
 WORDS = ["red", "green", "blue", "cat", "dog", "sun", "moon", "tree"]
 
@@ -42,7 +39,7 @@ def reverser(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny preset trained to reverse 2-4 word sequences (about 10 s on 2 cores)."""
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("reverser")
-    model, train, data = TRANSLATION_PRESETS["tiny"]
+    model, train, data = TRANSLATION_PRESETS["tiny"].tables()
     train_translation(
         reversal_pairs(2000, seed=0),
         None,

@@ -1,111 +1,45 @@
 """Translation: the paper's own task, on the article's encoder stack and cross-attention.
 
-    pairs (tasks/parallel.py) --> BPE (shared by default) --> length-bucketed token batches
+    pairs (tasks/translation/data.py) --> BPE (shared by default) --> token-budget batches
       --> Seq2SeqTransformer (the paper's recipe) --> the shared training loop
-    text --> encoder once --> beam search (or greedy) through the decoder --> text
 
 Batches hold a token budget, not a sentence count (data.max_tokens): pairs of similar length go
 together, so little of each batch is padding. Validation BLEU (sacrebleu, on detokenized text:
 byte-level BPE decodes back to the original spelling) is computed at every evaluation from a
-fixed set of validation sentences. Every checkpoint holds its tokenizer(s), so a checkpoint
-directory is all `translate` and `evaluate` need.
+fixed set of validation sentences (tasks/translation/inference.py). Every checkpoint holds its
+tokenizer(s), so a checkpoint directory is all `translate` and `evaluate` need.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from glassformer.configs import require_positive
 from glassformer.errors import GlassformerError
-from glassformer.tasks.parallel import split_pairs, token_batches
+from glassformer.models.configs import Seq2SeqConfig
+from glassformer.models.seq2seq import Seq2SeqTransformer
+from glassformer.tasks.common import (
+    SPECIAL_TOKENS,
+    TOKENIZER_FILE,
+    pad_sequences,
+    special_ids,
+)
+from glassformer.tasks.translation.config import SOURCE_TOKENIZER_FILE, TranslationDataConfig
+from glassformer.tasks.translation.data import split_pairs, token_batches
+from glassformer.tasks.translation.inference import Translator, corpus_scores, translate
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.train.loop import Batch, TrainConfig, TrainResult, train
+from glassformer.train.config import TrainConfig
+from glassformer.train.loop import Batch, TrainResult, train
 from glassformer.train.losses import token_cross_entropy
-
-TOKENIZER_FILE = "tokenizer.json"  # the target's (and, when shared, the source's) tokenizer
-SOURCE_TOKENIZER_FILE = "source_tokenizer.json"  # only with separate vocabularies
-SPECIALS = ["<pad>", "<bos>", "<eos>"]
-
-
-@dataclass(frozen=True)
-class TranslationDataConfig:
-    bpe_vocab_size: int = 8000  # BPE vocabulary per tokenizer (bytes + merges + 3 specials)
-    shared_vocab: bool = True  # one BPE for source and target, and one embedding table
-    max_tokens: int = 2048  # tokens per batch (rows x longest side, padding included)
-    valid_size: int = 500  # pairs held out for validation when no validation set is given
-    max_chars: int = 400  # pairs with a longer side are dropped (and counted)
-    bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU at each eval
-
-    def __post_init__(self) -> None:
-        require_positive(self, "bpe_vocab_size", "max_tokens", "max_chars")
-        if self.valid_size < 0 or self.bleu_sentences < 0:
-            raise ValueError("valid_size and bleu_sentences must be >= 0")
-
-
-# Presets: (Seq2SeqConfig fields, TrainConfig fields, TranslationDataConfig fields). The
-# paper's recipe throughout: post-norm, label smoothing 0.1, Adam (0.9, 0.98, 1e-9), warmup
-# then inverse square root, shared embeddings (vocabulary sizes come from the data).
-PAPER_TRAIN = {
-    "schedule": "inverse_sqrt",
-    "lr": 1.0,  # a multiplier of the paper's curve
-    "beta1": 0.9,
-    "beta2": 0.98,
-    "adam_eps": 1e-9,
-    "label_smoothing": 0.1,
-    "weight_decay": 0.0,
-}
-TRANSLATION_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
-    "tiny": (  # tests: reverses short word sequences in 800 steps (seconds)
-        {
-            "d_model": 64,
-            "n_heads": 4,
-            "n_encoder_layers": 2,
-            "n_decoder_layers": 2,
-            "d_ff": 128,
-            "dropout": 0.0,
-        },
-        {**PAPER_TRAIN, "lr": 0.5, "steps": 800, "warmup_steps": 50, "eval_every": 400},
-        {"bpe_vocab_size": 300, "max_tokens": 256, "valid_size": 20, "bleu_sentences": 10},
-    ),
-    "small": (  # Multi30k-sized data on a CPU: D 256, 3 + 3 layers, about 9 M parameters
-        {
-            "d_model": 256,
-            "n_heads": 4,
-            "n_encoder_layers": 3,
-            "n_decoder_layers": 3,
-            "d_ff": 1024,
-            "dropout": 0.1,
-        },
-        {
-            **PAPER_TRAIN,
-            "lr": 2.0,
-            "steps": 12000,
-            "warmup_steps": 1000,
-            "eval_every": 500,
-            "eval_batches": 10,
-            "checkpoint_every": 500,
-        },
-        {"bpe_vocab_size": 8000, "max_tokens": 3000},
-    ),
-    "base": (  # the paper's base model (65 M parameters with a 37k vocabulary): for a GPU
-        {"d_model": 512, "n_heads": 8, "n_encoder_layers": 6, "n_decoder_layers": 6},
-        {**PAPER_TRAIN, "steps": 100_000, "warmup_steps": 4000, "eval_every": 2000},
-        {"bpe_vocab_size": 37000, "max_tokens": 25000},
-    ),
-}
 
 
 def translation_model_config(
     overrides: dict[str, Any], src_vocab: int, tgt_vocab: int, shared: bool
-):  # noqa: ANN201 - Seq2SeqConfig
+) -> Seq2SeqConfig:
     """A Seq2SeqConfig over token sources with the paper's defaults (post-norm, tied output)."""
-    from glassformer.models.seq2seq import Seq2SeqConfig
-
     base = {
         "src_vocab_size": src_vocab,
         "tgt_vocab_size": tgt_vocab,
@@ -124,16 +58,19 @@ def train_tokenizers(
 
     from glassformer.tokenizer.training import train_bpe_tokenizer
 
+    specials = list(SPECIAL_TOKENS)
     sources = "\n".join(s for s, _ in pairs)
     targets = "\n".join(t for _, t in pairs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a small corpus may allow fewer merges: that is fine
         if data.shared_vocab:
-            shared = train_bpe_tokenizer([sources, targets], data.bpe_vocab_size, "gpt2", SPECIALS)
+            shared = train_bpe_tokenizer(
+                [sources, targets], data.bpe_vocab_size, "gpt2", list(SPECIAL_TOKENS)
+            )
             return shared, shared
         return (
-            train_bpe_tokenizer([sources], data.bpe_vocab_size, "gpt2", SPECIALS),
-            train_bpe_tokenizer([targets], data.bpe_vocab_size, "gpt2", SPECIALS),
+            train_bpe_tokenizer([sources], data.bpe_vocab_size, "gpt2", specials),
+            train_bpe_tokenizer([targets], data.bpe_vocab_size, "gpt2", specials),
         )
 
 
@@ -154,7 +91,7 @@ class TranslationTask:
             target_tokenizer,
             data,
         )
-        self.pad, self.bos, self.eos = (target_tokenizer.special_tokens[s] for s in SPECIALS)
+        self.pad, self.bos, self.eos = special_ids(target_tokenizer)
         self.model: nn.Module | None = None  # set by train_translation, for validation BLEU
         self.valid_pairs = valid_pairs
         self.encoded, self.batches, self.dropped_long = {}, {}, 0
@@ -186,13 +123,8 @@ class TranslationTask:
 
     def collate(self, sources: list[list[int]], targets: list[list[int]]) -> Batch:
         lengths = torch.tensor([len(s) for s in sources])
-        source = torch.full((len(sources), int(lengths.max())), self.pad, dtype=torch.long)
-        for i, tokens in enumerate(sources):
-            source[i, : len(tokens)] = torch.tensor(tokens)
-        width = max(len(t) for t in targets)
-        target = torch.full((len(targets), width), self.pad, dtype=torch.long)
-        for i, tokens in enumerate(targets):
-            target[i, : len(tokens)] = torch.tensor(tokens)
+        source = pad_sequences(sources, self.pad)  # (B, S)
+        target = pad_sequences(targets, self.pad)  # (B, T + 1)
         return source, lengths, target[:, :-1], target[:, 1:]
 
     def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
@@ -222,8 +154,6 @@ class TranslationTask:
         count = self.data.bleu_sentences
         if not count or self.model is None:
             return {}
-        from glassformer.tasks.translation_inference import Translator, corpus_scores, translate
-
         translator = Translator(self.model, self.source_tokenizer, self.target_tokenizer)
         sources, references = zip(*self.valid_pairs[:count], strict=True)
         was_training = self.model.training
@@ -244,7 +174,6 @@ def train_translation(
     progress: bool = True,
 ) -> TrainResult:
     """Train an encoder-decoder on sentence pairs; validation pairs are split off if not given."""
-    from glassformer.models.seq2seq import Seq2SeqTransformer
     from glassformer.tokenizer.io import load_tokenizer
 
     if valid_pairs is None:

@@ -15,10 +15,15 @@ from pathlib import Path
 
 import torch
 
-from glassformer.errors import GlassformerError
+from glassformer.decoding.config import check_beam_size
+from glassformer.tasks.common import (
+    TOKENIZER_FILE,
+    load_task_checkpoint,
+    pad_sequences,
+    special_ids,
+)
+from glassformer.tasks.translation.config import SOURCE_TOKENIZER_FILE
 from glassformer.tokenizer.base import Tokenizer
-
-SPECIALS = ["<pad>", "<bos>", "<eos>"]
 
 
 @dataclass
@@ -29,12 +34,10 @@ class Translator:
 
 
 def load_translator(path: str | Path, device: str = "cpu") -> Translator:
-    from glassformer.tasks.translate import SOURCE_TOKENIZER_FILE, TOKENIZER_FILE
+    """A translation run or checkpoint directory -> the model and its tokenizer(s)."""
     from glassformer.tokenizer.io import load_tokenizer
-    from glassformer.train.checkpoint import load_checkpoint, open_task_checkpoint
 
-    directory, header = open_task_checkpoint(path, "translation")
-    model = load_checkpoint(directory, device).eval()
+    model, directory, _ = load_task_checkpoint(path, "translation", device)
     target = load_tokenizer(directory / TOKENIZER_FILE)
     source_file = directory / SOURCE_TOKENIZER_FILE
     source = load_tokenizer(source_file) if source_file.is_file() else target
@@ -53,16 +56,16 @@ def translate_batch(
     from glassformer.decoding.search import beam_search, greedy
 
     model, tokenizer = translator.model, translator.target_tokenizer
-    pad, bos, eos = (tokenizer.special_tokens[s] for s in SPECIALS)
+    pad, bos, eos = special_ids(tokenizer)
     device = next(model.parameters()).device
     lengths = torch.tensor([len(s) for s in sources], device=device)
-    source = torch.full((len(sources), int(lengths.max())), pad, dtype=torch.long, device=device)
-    for i, tokens in enumerate(sources):
-        source[i, : len(tokens)] = torch.tensor(tokens)
+    source = pad_sequences(sources, pad, device)  # (B, S)
     memory, padding = model.encode(source, lengths)  # (B, S, D), (B, S)
-    # One step limit for every batch, so a sentence decodes the same alone or batched; each
-    # result is then cut to its own limit, twice its source plus ten tokens.
-    max_new = model.config.max_tgt_len - 1
+    # Each sentence may write at most twice its source plus ten tokens, then <eos>. Greedy
+    # rows do not depend on each other, so the batch stops at its longest limit (+1 for the
+    # <eos>) and each row is cut to its own; beam search enforces each sentence's limit
+    # inside the search (only_eos_past_limit), so a sentence decodes the same in any batch.
+    max_new = min(model.config.max_tgt_len - 1, 2 * int(lengths.max()) + 11)
     prompt = torch.full((len(sources), 1), bos, dtype=torch.long, device=device)
     if beam_size == 1:
 
@@ -118,8 +121,7 @@ def translate(
     """Translate sentences, batched by similar length; results in the input order."""
     from tqdm import tqdm
 
-    if beam_size < 1:
-        raise GlassformerError(f"beam size must be at least 1, got {beam_size}")
+    check_beam_size(beam_size)
     eos = translator.target_tokenizer.special_tokens["<eos>"]
     keep = translator.model.config.max_src_len - 1  # longer sources are cut to the table
     encoded = [translator.source_tokenizer.encode(s)[:keep] + [eos] for s in sentences]
@@ -160,7 +162,7 @@ def evaluate_translation(
 ) -> tuple[list[tuple[str, str, str]], dict]:
     """Translate every line of `src`; score against `ref` (line-aligned). Returns
     (source, reference, hypothesis) rows and the scores."""
-    from glassformer.tasks.parallel import read_parallel
+    from glassformer.tasks.translation.data import read_parallel
 
     corpus = read_parallel(src=src, tgt=ref, max_chars=1_000_000)
     if any(corpus.dropped.values()):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from glassformer.errors import GlassformerError
-from glassformer.tasks import parallel
-from glassformer.tasks.parallel import (
+from glassformer.tasks.translation import data as parallel
+from glassformer.tasks.translation.data import (
     DING_ORIGIN,
     DING_PATH,
     ParallelCorpus,

@@ -9,7 +9,6 @@ is rejected (intent None) rather than guessed.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +19,12 @@ import torch
 from glassformer.audio.augment import trim_silence
 from glassformer.audio.features import FeatureConfig, compute_features
 from glassformer.configs import config_from_dict
+from glassformer.decoding.config import check_beam_size
 from glassformer.decoding.constraints import TextConstraint
-from glassformer.errors import GlassformerError
-from glassformer.models.seq2seq import Seq2SeqTransformer
-from glassformer.tasks.speech import GRAMMAR_FILE, SPECIALS, TOKENIZER_FILE
+from glassformer.errors import CheckpointError, GlassformerError
+from glassformer.models.speech import SpeechTransformer
+from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint, special_ids
+from glassformer.tasks.speech.config import GRAMMAR_FILE
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
@@ -40,7 +41,7 @@ class Transcript:
 
 @dataclass
 class SpeechModel:
-    model: Seq2SeqTransformer
+    model: SpeechTransformer
     tokenizer: Tokenizer
     grammar: Grammar
     features: FeatureConfig
@@ -48,12 +49,16 @@ class SpeechModel:
 
 
 def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
+    """A speech run or checkpoint directory -> the model, its tokenizer, grammar and features."""
     from glassformer.tokenizer.io import load_tokenizer
-    from glassformer.train.checkpoint import load_checkpoint, open_task_checkpoint
 
-    directory, header = open_task_checkpoint(path, "speech")
-    model = load_checkpoint(directory, device)
-    features = config_from_dict(FeatureConfig, header["features"])
+    model, directory, header = load_task_checkpoint(path, "speech", device)
+    if not isinstance(header.get("features"), dict):
+        raise CheckpointError(f'{directory / "config.json"}: no "features" settings')
+    try:
+        features = config_from_dict(FeatureConfig, header["features"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{directory / 'config.json'}: invalid features: {error}") from None
     return SpeechModel(
         model,
         load_tokenizer(directory / TOKENIZER_FILE),
@@ -77,16 +82,17 @@ def transcribe(
     """
     from glassformer.decoding.search import beam_search
 
+    check_beam_size(beam_size)
     model, tokenizer = speech.model, speech.tokenizer
-    pad, bos, eos = (tokenizer.special_tokens[s] for s in SPECIALS)
+    pad, bos, eos = special_ids(tokenizer)
     waveform = trim_silence(waveform)
     device = next(model.parameters()).device
     features = compute_features(torch.from_numpy(waveform).to(device), speech.features)[None]
-    max_frames = model.config.max_src_len * 4 - 4
-    if features.size(-1) > max_frames:
+    if features.size(-1) > model.max_frames:
+        rate = speech.features.frames_per_second
         raise GlassformerError(
-            f"the speech lasts {features.size(-1) / 100:.0f} s after trimming "
-            f"silence; the model takes at most {max_frames / 100:.0f} s"
+            f"the speech lasts {features.size(-1) / rate:.1f} s after trimming "
+            f"silence; the model takes at most {model.max_frames / rate:.1f} s"
         )
     memory, padding = model.encode(features)  # (1, S, D)
     K = beam_size
@@ -143,45 +149,12 @@ def strip(tokens: list[int], eos: int) -> list[int]:
     return tokens[: tokens.index(eos)] if eos in tokens else tokens
 
 
-def token_confidence(model: Seq2SeqTransformer, memory: torch.Tensor, tokens: list[int]) -> float:
+def token_confidence(model: SpeechTransformer, memory: torch.Tensor, tokens: list[int]) -> float:
     """exp(mean log-probability) of the tokens after the first, teacher-forced."""
     sequence = torch.tensor([tokens], device=memory.device)
     log_probs = model.decode(sequence[:, :-1], memory).log_softmax(-1)  # (1, T, V)
     picked = log_probs.gather(-1, sequence[:, 1:, None])  # (1, T, 1)
     return math.exp(picked.mean().item())
-
-
-def read_labels(path: Path, grammar: Grammar) -> dict[str, dict]:
-    """Labels: TSV `file<TAB>transcript` or JSON {file: {"intent": ..., "slots": {...}}}.
-
-    Returns file -> {"text": str | None, "intent": str | None, "slots": dict}.
-    """
-    if not path.is_file():
-        raise GlassformerError(f"{path}: no such labels file")
-    if path.suffix == ".json":
-        document = json.loads(path.read_text())
-        return {
-            name: {
-                "text": v.get("transcript"),
-                "intent": v.get("intent"),
-                "slots": v.get("slots", {}),
-            }
-            for name, v in document.items()
-        }
-    labels = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        if "\t" not in line:
-            raise GlassformerError(f"{path}:{number}: expected file<TAB>transcript")
-        name, text = line.split("\t", 1)
-        command = grammar.parse(text)
-        labels[name] = {
-            "text": text,
-            "intent": command.intent if command else None,
-            "slots": command.slots if command else {},
-        }
-    return labels
 
 
 @dataclass(frozen=True)
@@ -224,6 +197,7 @@ def evaluate_speech(
 ) -> tuple[list[Scored], dict]:
     """Transcribe every labelled file of audio_dir; per-file results and the summary."""
     from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.data import read_labels
 
     labels = read_labels(labels_path, speech.grammar)
     if not audio_dir.is_dir():

@@ -21,20 +21,21 @@ import torch
 from glassformer.audio.augment import add_noise
 from glassformer.audio.io import load_audio
 from glassformer.corpora import default_cache_root
-from glassformer.tasks.speech import SPEECH_PRESETS, SpeechDataConfig, train_speech
-from glassformer.tasks.transcribe import (
+from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+from glassformer.tasks.speech.inference import (
     Scored,
     is_accepted,
     load_speech_model,
     summarize,
     transcribe,
 )
-from glassformer.train.loop import TrainConfig
+from glassformer.tasks.speech.training import train_speech
+from glassformer.train.config import TrainConfig
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.synth import read_manifest, synthesize
 
-GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
-SHARED_NOISE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "noise"
+GRAMMAR = Path(__file__).resolve().parent / "voice" / "grammars" / "desktop.yaml"
+SHARED_NOISE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "noise"
 NOISY_SNR_DB = 10.0
 
 
@@ -68,8 +69,8 @@ def run_demo(
         f"sentences) into {data_dir}"
     )
     synthesize(grammar, data_dir, clips, progress=progress)
-    model_fields, train_fields = SPEECH_PRESETS[preset]
-    train_config = TrainConfig(**{**train_fields, **({"steps": steps} if steps else {})})
+    recipe = SPEECH_PRESETS[preset]
+    train_config = TrainConfig(**{**recipe.train, **({"steps": steps} if steps else {})})
     noise, noise_name = demo_noise()
     if is_finished(out, train_config.steps):
         print(f"2/4 reusing the trained model in {out}")
@@ -80,7 +81,7 @@ def run_demo(
         train_speech(
             GRAMMAR,
             data_dir,
-            model_fields,
+            dict(recipe.model),
             train_config,
             SpeechDataConfig(noise_dir=noise_dir),
             out,
@@ -138,10 +139,10 @@ def draw_cross_attention(speech, waveform: np.ndarray, heard: str, path: Path) -
     from glassformer.audio.features import compute_features
     from glassformer.explain.plots import plot_cross_attention
     from glassformer.explain.trace import attention_probabilities
-    from glassformer.tasks.speech import SPECIALS
+    from glassformer.tasks.common import special_ids
 
     tokenizer, model = speech.tokenizer, speech.model
-    bos, eos = tokenizer.special_tokens[SPECIALS[1]], tokenizer.special_tokens[SPECIALS[2]]
+    _, bos, eos = special_ids(tokenizer)
     ids = [bos, *tokenizer.encode(heard), eos]
     features = compute_features(torch.from_numpy(trim_silence(waveform)), speech.features)[None]
     memory, _ = model.encode(features)

@@ -1,0 +1,1 @@
+"""The lm task: config (torch-free), data, training, inference."""

@@ -1,0 +1,1 @@
+"""The speech task: config (torch-free), data, training, inference."""

@@ -1,0 +1,81 @@
+"""The speech task's settings, torch-free: its data config (augmentation) and its presets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from glassformer.configs import Preset, check_presets, require_fraction, require_positive
+from glassformer.models.configs import SpeechConfig
+from glassformer.train.config import TrainConfig
+
+GRAMMAR_FILE = "grammar.yaml"  # in every speech checkpoint: the grammar it was trained for
+
+
+@dataclass(frozen=True)
+class SpeechDataConfig:
+    bpe_vocab_size: int = 512  # BPE vocabulary trained on grammar sentences (bytes + merges + 3)
+    noise_dir: str = ""  # folder of WAV noise mixed into training clips ("" = none)
+    noise_prob: float = 0.6  # share of training clips that get background noise
+    snr_min: float = 5.0  # lowest signal-to-noise ratio mixed in, dB
+    snr_max: float = 30.0  # highest, dB
+    speed_range: float = 0.1  # speed factors (tempo and pitch together) drawn from 1 +- this
+    tempo_range: float = 0.0  # tempo factors (duration only, pitch kept) from 1 +- this
+    vtlp_range: float = 0.0  # vocal-tract-length warp factors from 1 +- this (0.1 is usual;
+    # off by default: on real digits it did not help, see docs/benchmarks.md)
+    augment_prob: float = 0.2  # chance of each of reverb and telephone band per clip
+    pad_seconds: float = 0.5  # up to this much silence before and after each training clip
+    spec_augment: bool = True  # SpecAugment time and frequency masks on training features
+    ctc_weight: float = 0.3  # share of an auxiliary CTC loss on the encoder (0 = none)
+
+    def __post_init__(self) -> None:
+        require_positive(self, "bpe_vocab_size")
+        require_fraction(self, "noise_prob")
+        require_fraction(self, "augment_prob")
+
+
+# Presets: the feature source and the vocabulary are filled in from the data.
+SPEECH_PRESETS: dict[str, Preset] = {
+    "tiny": Preset(
+        "tests: overfits a few clips in seconds",
+        {
+            "d_model": 32,
+            "n_heads": 2,
+            "n_encoder_layers": 1,
+            "n_decoder_layers": 1,
+            "d_ff": 64,
+            "dropout": 0.0,
+        },
+        {
+            "steps": 60,
+            "batch_size": 4,
+            "lr": 3e-3,
+            "warmup_steps": 5,
+            "eval_every": 30,
+            "eval_batches": 1,
+            "min_lr": 3e-4,
+        },
+    ),
+    "small": Preset(
+        "make demo: about 7 minutes on 2 CPU cores",
+        {
+            "d_model": 128,
+            "n_heads": 4,
+            "n_encoder_layers": 3,
+            "n_decoder_layers": 2,
+            "d_ff": 512,
+            "dropout": 0.0,  # augmentation regularizes; dropout costs 30% of a CPU step
+        },
+        {
+            "steps": 2000,
+            "batch_size": 24,
+            "lr": 1.5e-3,
+            "min_lr": 1e-4,
+            "warmup_steps": 150,
+            "eval_every": 300,
+            "eval_batches": 4,
+            "label_smoothing": 0.1,
+            "weight_decay": 0.05,
+        },
+    ),
+}
+check_presets(SPEECH_PRESETS, SpeechConfig, TrainConfig, SpeechDataConfig)

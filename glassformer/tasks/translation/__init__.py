@@ -1,0 +1,1 @@
+"""The translation task: config (torch-free), data, training, inference."""

@@ -1,0 +1,57 @@
+"""TrainConfig: every setting of a training run, torch-free so that `--help` stays instant.
+
+The loop (train/loop.py) reads it; `glassformer train ...` builds one flag per field from the
+comments below; every checkpoint stores it (config.json's "train"), so `--resume` continues
+with the same settings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from glassformer.configs import require_choice, require_positive
+
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")  # what --device accepts
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 2000  # optimizer steps in the whole run
+    batch_size: int = 12  # sequences per optimizer step, over all processes and micro-batches
+    grad_accum: int = 1  # micro-batches per step (batch_size must divide evenly)
+    lr: float = 1e-3  # peak learning rate (for inverse_sqrt: a multiplier of the paper's curve)
+    min_lr: float = 1e-4  # learning rate at the end of the cosine decay
+    schedule: str = "cosine"  # cosine | inverse_sqrt (the paper) | constant
+    warmup_steps: int = 100  # linear warmup steps
+    weight_decay: float = 0.1  # AdamW decoupled decay, on matrices and embeddings only
+    beta1: float = 0.9  # AdamW first-moment decay
+    beta2: float = 0.99  # AdamW second-moment decay; 0.98 in the paper, 0.999 torch default
+    adam_eps: float = 1e-8  # AdamW epsilon; 1e-9 in the paper
+    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 turns clipping off
+    label_smoothing: float = 0.0  # spread this much target probability uniformly; 0.1 paper
+    eval_every: int = 250  # steps between validation evaluations
+    eval_batches: int = 20  # batches per evaluation (the same batches every time)
+    checkpoint_every: int = 500  # steps between checkpoints of OUT/last
+    seed: int = 1337  # seeds weights, dropout and data sampling
+    device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
+    compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
+    max_minutes: float = 0.0  # stop (evaluate, checkpoint) after this much training; 0 = no limit
+
+    def __post_init__(self) -> None:
+        require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
+        require_positive(self, "checkpoint_every")
+        require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
+        require_choice(self, "precision", ["auto", "bf16", "fp32"])
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ValueError(f"device={self.device!r} is not auto, cpu, mps, cuda or cuda:N")
+        for name in ("lr", "min_lr", "weight_decay", "grad_clip", "max_minutes"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+        if self.batch_size % self.grad_accum:
+            raise ValueError(
+                f"batch_size={self.batch_size} is not divisible by grad_accum={self.grad_accum}"
+            )
