@@ -13,13 +13,21 @@ DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
 
 
 def cmd_voice_synth(args: argparse.Namespace) -> None:
+    from glassformer.errors import GlassformerError
     from glassformer.voice.grammar import Grammar
-    from glassformer.voice.synth import synthesize
+    from glassformer.voice.synth import MAX_CLIPS, synthesize
 
+    if not 1 <= args.count <= MAX_CLIPS:
+        raise GlassformerError(f"--count {args.count}: must be from 1 to {MAX_CLIPS:,} clips")
+    if args.noise_dir and not Path(args.noise_dir).is_dir():
+        raise GlassformerError(f"--noise-dir {args.noise_dir}: no such folder")
+    noise_dir = str(Path(args.noise_dir).resolve()) if args.noise_dir else ""
     grammar = Grammar.from_yaml(args.grammar)
-    manifest = synthesize(grammar, args.out, args.count, args.seed, progress=sys.stderr.isatty())
-    settings = {"grammar": str(Path(args.grammar).resolve()), "noise_dir": args.noise_dir or ""}
-    (Path(args.out) / "dataset.json").write_text(json.dumps(settings, indent=1) + "\n")
+    print(f"synthesizing {args.count:,} clips of {args.grammar} into {args.out}", flush=True)
+    progress = sys.stderr.isatty()
+    manifest = synthesize(
+        grammar, args.out, args.count, args.seed, progress=progress, noise_dir=noise_dir
+    )
     print(f"wrote {args.count} clips and {manifest} ({grammar.count():,} sentences in the grammar)")
 
 
@@ -132,11 +140,14 @@ def add_voice_commands(
         formatter_class=formatter,
         description="Sample sentences from a Rhino-format grammar and speak them with every "
         "text-to-speech voice on the machine (espeak-ng accents and variants, flite), at varied "
-        "speeds and pitches. Validation clips use voices never used for training. Resumes.",
+        "speeds and pitches. Validation clips use voices never used for training. Resumes an "
+        "interrupted run (same grammar and seed only).",
     )
     synth.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
     synth.add_argument("--out", required=True, metavar="DATA_DIR", help="dataset directory")
-    synth.add_argument("--count", type=int, default=DEFAULT_CLIPS, help="clips to render")
+    synth.add_argument(
+        "--count", type=int, default=DEFAULT_CLIPS, help="clips to render (1 to 1,000,000)"
+    )
     synth.add_argument("--noise-dir", help="noise WAVs that training will mix in")
     synth.add_argument("--seed", type=int, default=0, help="sampling seed")
     synth.set_defaults(handler=cmd_voice_synth)

@@ -17,12 +17,17 @@ From a grammar we can enumerate or sample sentences with their labels (the train
 what the synthesizer says and what the model must write), and parse a transcript back into
 an intent and slot values: an exact match of some path through the grammar, after
 normalization (lower case, punctuation other than apostrophes removed).
+
+Not here: reading and checking the file (grammar_syntax.py); a bad grammar is one
+GlassformerError naming its file.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
+import json
 import random
 import re
 from collections.abc import Iterator
@@ -32,6 +37,7 @@ from pathlib import Path
 import regex
 
 from glassformer.errors import GlassformerError
+from glassformer.voice.grammar_syntax import check_expression, check_tables, read_grammar_file
 
 PREFIX_MEMORY = 1_000_000  # prefixes whose can_continue answer is remembered, at most
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
@@ -64,7 +70,12 @@ class Command:
 
 
 def parse_expression(expression: str, slot_types: set[str], where: str) -> list[Element]:
-    """Tokenize one Rhino expression into elements (alternatives of word/slot sequences)."""
+    """Tokenize one Rhino expression into elements (alternatives of word/slot sequences).
+
+    Raises:
+        GlassformerError: bad syntax, an unknown slot type, or nothing that must be said.
+    """
+    check_expression(expression, where)
     elements: list[Element] = []
     for token in TOKEN_PATTERN.findall(expression):
         if token.startswith("["):
@@ -74,6 +85,8 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
             elements.append(tuple(tuple(o) for o in options))
         elif token.startswith("("):
             words = normalize(token[1:-1]).split()
+            if not words:
+                raise GlassformerError(f"{where}: empty optional {token!r} in {expression!r}")
             elements.append(((), tuple(words)))  # optional: nothing, or the words
         elif token.startswith("$"):
             slot_type, name = token[1:].split(":")
@@ -85,33 +98,16 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
                 elements.append(((word,),))
     if not elements:
         raise GlassformerError(f"{where}: empty expression")
+    if all(() in element for element in elements):
+        raise GlassformerError(f"{where}: every word of {expression!r} is optional")
     return elements
 
 
-def load_yaml_strings(text: str) -> object:
-    """Safe YAML where `yes`, `no`, `on`, `off` stay words (YAML 1.1 would make them booleans,
-    and they are common command words) and numbers become their text.
-
-    Raises:
-        ValueError: the text is not valid YAML.
-    """
-    import yaml
-
-    class WordsLoader(yaml.SafeLoader):
-        pass
-
-    WordsLoader.yaml_implicit_resolvers = {
-        first: [
-            (tag, pattern)
-            for tag, pattern in resolvers
-            if not tag.endswith((":bool", ":int", ":float"))
-        ]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    try:
-        return yaml.load(text, Loader=WordsLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        raise ValueError(str(error)) from None
+def content_sha256(expressions: dict[str, list[str]], slots: dict[str, list[str]]) -> str:
+    """sha256 of the grammar's tables as canonical JSON: what it says, not how it is laid out
+    (comments, quoting and key order in the file do not change it)."""
+    text = json.dumps({"expressions": expressions, "slots": slots}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 class Grammar:
@@ -120,17 +116,23 @@ class Grammar:
     Args:
         expressions: intent -> list of expression strings.
         slots: slot type -> list of phrases.
-        name: for error messages (usually the file name).
+        name: for error messages (the file's path when read from one).
+
+    Raises:
+        GlassformerError: "NAME: ..." for the first thing wrong (see grammar_syntax.py).
     """
 
     def __init__(
         self, expressions: dict[str, list[str]], slots: dict[str, list[str]], name: str = "grammar"
     ) -> None:
         self.name = name
+        expressions, slots = check_tables(expressions, slots, name)
+        self.sha256 = content_sha256(expressions, slots)
+        self.path: Path | None = None  # the file it was read from, if any
         self.slots = {t: [normalize(p) for p in phrases] for t, phrases in slots.items()}
         for slot_type, phrases in self.slots.items():
             if not phrases or any(not p for p in phrases):
-                raise GlassformerError(f"{name}: slot type {slot_type!r} has an empty phrase list")
+                raise GlassformerError(f"{name}: slot type {slot_type!r} has an empty phrase")
         self.expressions = {
             intent: [
                 parse_expression(e, set(self.slots), f"{name}: intent {intent!r}") for e in items
@@ -143,19 +145,12 @@ class Grammar:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grammar:
+        """Read a Rhino-format YAML file; any problem is one GlassformerError naming it."""
         path = Path(path)
-        try:
-            document = load_yaml_strings(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise GlassformerError(f"{path}: no such grammar file") from None
-        except ValueError as error:
-            raise GlassformerError(
-                f"{path}: not valid YAML ({str(error).splitlines()[0]})"
-            ) from None
-        context = document.get("context") if isinstance(document, dict) else None
-        if not isinstance(context, dict) or not isinstance(context.get("expressions"), dict):
-            raise GlassformerError(f"{path}: expected context.expressions (Rhino context format)")
-        return cls(context["expressions"], context.get("slots") or {}, path.name)
+        expressions, slots = read_grammar_file(path)
+        grammar = cls(expressions, slots, str(path))
+        grammar.path = path.resolve()
+        return grammar
 
     @property
     def vocabulary(self) -> list[str]:

@@ -18,18 +18,26 @@ each, so a uniform draw over voices would be 95% espeak-ng.
 Dataset layout (DATA_DIR):
     clips/ID.wav        16 kHz mono PCM
     manifest.jsonl      one line per clip: id, audio, text, intent, slots, voice, split
+    dataset.json        what made the clips: grammar (its path), grammar_sha256 (of its
+                        expressions and slots), seed, val_fraction, voices_sha256, count,
+                        noise_dir (the noise training mixes in)
 Clips are written atomically and a clip already on disk is not rendered again, so an
-interrupted run resumes where it stopped.
+interrupted run resumes where it stopped. Clip N is the Nth sentence drawn with the seed, so
+a clip may only be reused by a run with the same grammar, seed and voices: dataset.json is
+written before the first clip, and a folder whose dataset.json (or, for folders made before
+it existed, whose manifest) says otherwise is an error, never a silent mislabelling.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +46,10 @@ from glassformer.errors import GlassformerError
 from glassformer.voice.grammar import Command, Grammar
 
 MANIFEST = "manifest.jsonl"
+DATASET_INFO = "dataset.json"
 ESPEAK_VARIANTS_MAX = 12  # variants per espeak-ng accent (the rest sound alike)
+MAX_CLIPS = 1_000_000  # clips one dataset may hold (about 30 GB of WAV at 2 s a clip)
+BATCH_CLIPS = 64  # clips planned and rendered at a time, so the first appear at once
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,9 @@ class Voice:
         """A fixed, hash-based choice: the same voices are held out on every machine."""
         digest = hashlib.sha256(self.key.encode()).digest()
         return digest[0] / 256 < fraction
+
+
+Job = tuple[str, Command, Voice, str, float]  # clip id, what to say, who says it, split, seed
 
 
 def run_quietly(command: list[str]) -> str:
@@ -152,6 +166,113 @@ def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))
 
 
+def check_count(count: object) -> int:
+    """A clip count in [1, MAX_CLIPS].
+
+    Raises:
+        GlassformerError: "count=0: ..." for anything else.
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_CLIPS:
+        raise GlassformerError(f"count={count!r}: must be a whole number from 1 to {MAX_CLIPS:,}")
+    return count
+
+
+def plan_jobs(
+    grammar: Grammar, seed: int, val_fraction: float, voices: list[Voice]
+) -> Iterator[Job]:
+    """(clip id, command, voice, split, clip seed) for clip 0, 1, 2, ... drawn lazily.
+
+    One random stream draws everything in clip order, so clip N is the same for any count.
+    """
+    train_voices = [v for v in voices if not v.is_validation(val_fraction)]
+    val_voices = [v for v in voices if v.is_validation(val_fraction)] or voices[:1]
+    rng = random.Random(seed)
+    for index in itertools.count():
+        command = grammar.sample(rng)
+        split = "val" if index % round(1 / val_fraction) == 0 else "train"  # every 7th, first too
+        voice = choose_voice(val_voices if split == "val" else train_voices, rng)
+        yield f"{index:06d}", command, voice, split, rng.random()
+
+
+def manifest_row(job: Job) -> dict:
+    clip_id, command, voice, split, _ = job
+    audio = f"clips/{clip_id}.wav"
+    return {"id": clip_id, "audio": audio, **asdict(command), "voice": voice.key, "split": split}
+
+
+def dataset_info(
+    grammar: Grammar, seed: int, val_fraction: float, voices: list[Voice], count: int
+) -> dict:
+    """What decides every clip's text and voice (and so whether clips may be reused)."""
+    voice_keys = "\n".join(sorted(v.key for v in voices))
+    return {
+        "grammar": str(grammar.path or ""),
+        "grammar_sha256": grammar.sha256,
+        "seed": seed,
+        "val_fraction": val_fraction,
+        "voices_sha256": hashlib.sha256(voice_keys.encode()).hexdigest(),
+        "count": count,
+    }
+
+
+def write_dataset_info(out: str | Path, info: dict, noise_dir: str | Path = "") -> Path:
+    """Write DATA_DIR/dataset.json: `info` (see dataset_info) and the noise folder."""
+    from glassformer.files import write_text_atomically
+
+    path = Path(out) / DATASET_INFO
+    document = {**info, "noise_dir": str(noise_dir or "")}
+    write_text_atomically(path, json.dumps(document, indent=1) + "\n")
+    return path
+
+
+def read_dataset_info(data_dir: str | Path) -> dict:
+    """DATA_DIR/dataset.json as a dict; {} when there is none (a folder made before it).
+
+    Raises:
+        GlassformerError: the file is not a JSON object.
+    """
+    path = Path(data_dir) / DATASET_INFO
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(info, dict):
+        raise GlassformerError(f"{path}: expected a JSON object")
+    return info
+
+
+def check_resumable(out: Path, info: dict, grammar: Grammar, voices: list[Voice]) -> None:
+    """Allow reusing the clips in `out` only if they were made exactly as this run makes them.
+
+    Raises:
+        GlassformerError: `out` holds clips of another grammar, seed or set of voices.
+    """
+    held = read_dataset_info(out)
+    fix = "choose an empty folder (or delete this one)"
+    if held:
+        for key, what in [("grammar_sha256", "grammar"), ("seed", "seed")]:
+            if held.get(key) != info[key]:
+                raise GlassformerError(
+                    f"{out} holds clips of another {what} ({key} {held.get(key)!r}, this run "
+                    f"{info[key]!r}): {fix}"
+                )
+        for key, what in [("val_fraction", "validation split"), ("voices_sha256", "voices")]:
+            if held.get(key) != info[key]:
+                raise GlassformerError(f"{out} holds clips made with other {what}: {fix}")
+        return
+    rows = read_manifest(out) if (out / MANIFEST).is_file() else []
+    clips = list((out / "clips").glob("*.wav")) if (out / "clips").is_dir() else []
+    planned = plan_jobs(grammar, info["seed"], info["val_fraction"], voices)
+    if len(clips) > len(rows) or any(  # made before dataset.json: the manifest must agree
+        row != manifest_row(job) for row, job in zip(rows, planned, strict=False)
+    ):
+        raise GlassformerError(
+            f"{out} holds clips of another grammar or seed (or of unknown origin): {fix}"
+        )
+
+
 def synthesize(
     grammar: Grammar,
     out: str | Path,
@@ -160,50 +281,49 @@ def synthesize(
     val_fraction: float = 0.15,
     workers: int = 2,
     progress: bool = True,
+    noise_dir: str | Path = "",
 ) -> Path:
-    """Render `count` sampled commands into DATA_DIR (resuming what is already there)."""
+    """Render `count` sampled commands into DATA_DIR (resuming what is already there).
+
+    Everything is checked before anything is written: a bad count, no TTS engine, or a folder
+    holding another grammar's or seed's clips leave the disk as it was.
+
+    Raises:
+        GlassformerError: count outside [1, MAX_CLIPS], no TTS engine, or a folder that
+            cannot be resumed (see check_resumable).
+    """
     from tqdm import tqdm
 
-    out = Path(out)
-    (out / "clips").mkdir(parents=True, exist_ok=True)
-    voices = available_voices()
-    train_voices = [v for v in voices if not v.is_validation(val_fraction)]
-    val_voices = [v for v in voices if v.is_validation(val_fraction)] or voices[:1]
-    rng = random.Random(seed)
-    jobs = []
-    for index in range(count):
-        command = grammar.sample(rng)
-        split = "val" if index % round(1 / val_fraction) == 0 else "train"  # every 7th, first too
-        voice = choose_voice(val_voices if split == "val" else train_voices, rng)
-        jobs.append((f"{index:06d}", command, voice, split, rng.random()))
+    from glassformer.files import atomic_file
 
-    def work(job: tuple[str, Command, Voice, str, float]) -> dict:
-        clip_id, command, voice, split, clip_seed = job
+    check_count(count)
+    out = Path(out)
+    voices = available_voices()
+    info = dataset_info(grammar, seed, val_fraction, voices, count)
+    check_resumable(out, info, grammar, voices)
+    write_dataset_info(out, info, noise_dir)  # first, so an interrupted run is recognised
+    (out / "clips").mkdir(parents=True, exist_ok=True)
+
+    def work(job: Job) -> dict:
+        clip_id, command, voice, _, clip_seed = job
         path = out / "clips" / f"{clip_id}.wav"
         if not path.is_file():
             render(voice, command.text, random.Random(clip_seed), path)
-        return {
-            "id": clip_id,
-            "audio": f"clips/{clip_id}.wav",
-            **asdict(command),
-            "voice": voice.key,
-            "split": split,
-        }
+        return manifest_row(job)
 
-    with ThreadPoolExecutor(workers) as pool:
-        rows = list(
-            tqdm(
-                pool.map(work, jobs),
-                total=count,
-                desc="synthesizing",
-                unit="clip",
-                disable=not progress,
-            )
-        )
+    jobs = itertools.islice(plan_jobs(grammar, seed, val_fraction, voices), count)
+    bar = tqdm(total=count, desc="synthesizing", unit="clip", disable=not progress)
     manifest = out / MANIFEST
-    tmp = manifest.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    tmp.replace(manifest)
+    with (
+        ThreadPoolExecutor(workers) as pool,
+        atomic_file(manifest) as tmp,  # the old manifest stays until the new one is whole
+        open(tmp, "w", encoding="utf-8") as file,
+    ):
+        while batch := list(itertools.islice(jobs, BATCH_CLIPS)):  # plan as we go
+            for row in pool.map(work, batch):
+                file.write(json.dumps(row) + "\n")
+            bar.update(len(batch))
+    bar.close()
     return manifest
 
 

@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from glassformer.errors import GlassformerError
 from glassformer.voice.grammar import Command, Grammar, normalize
@@ -19,6 +21,7 @@ SMALL = {
 }
 DESKTOP = Path(__file__).parents[2] / "glassformer" / "voice" / "grammars" / "desktop.yaml"
 SHARED = Path(__file__).parents[2] / "../shared/data/grammars/coffee_maker.yaml"
+EXPRESSIONS = "context:\n  expressions:\n    go:\n      {}\n  slots:\n    dir: [up, down]\n"
 
 
 def small() -> Grammar:
@@ -87,13 +90,152 @@ def test_the_shared_coffee_maker_grammar_loads_and_round_trips() -> None:
         ("slots: {}", "expected context.expressions"),
         ("context:\n  expressions:\n    a: ['$nope:x']\n  slots: {}", "unknown slot type \\$nope"),
         ("context:\n  expressions:\n    a: ['[x, ]']", "empty alternative"),
+        ("- a\n- b\n", "expected a mapping with context.expressions at the top level"),
+        ("just words", "not text"),
+        ("", "not null"),
+        (EXPRESSIONS.format("- ~"), "intent 'go': None is null, not text \\(quote it\\)"),
+        (EXPRESSIONS.format("- 2024-01-01"), "is a date, not text"),
+        (EXPRESSIONS.format("- [a, b]"), "is a list, not text"),
+        (EXPRESSIONS.format("- {a: b}"), "is a mapping, not text"),
+        (EXPRESSIONS.format("- 'turn (on'"), "unbalanced '\\(' in 'turn \\(on'"),
+        (EXPRESSIONS.format("- 'turn [on, off'"), "unbalanced '\\['"),
+        (EXPRESSIONS.format("- 'turn on)'"), "unbalanced '\\)'"),
+        (EXPRESSIONS.format("- 'a ] b'"), "unbalanced '\\]'"),
+        (EXPRESSIONS.format("- '[a, (b)]'"), "groups do not nest"),
+        (EXPRESSIONS.format("- 'play $media'"), "'\\$media' in 'play \\$media' is not a slot"),
+        (EXPRESSIONS.format("- 'say ()'"), "empty optional"),
+        (EXPRESSIONS.format("- '(please)'"), "every word of '\\(please\\)' is optional"),
+        (EXPRESSIONS.format("- '$size:s' "), "unknown slot type \\$size"),
+        (EXPRESSIONS.format("{a: b}"), "intent 'go': expected a list .* not a mapping"),
+        (EXPRESSIONS.format("'turn on'"), "intent 'go': expected a list .* not text"),
+        (EXPRESSIONS.format("[]"), "intent 'go': the list is empty"),
+        ("context:\n  expressions: {}\n", "no expressions"),
+        ("context:\n  expressions:\n    go: [x]\n  slots:\n    s: {a: 1}\n", "not a mapping"),
+        ("context:\n  expressions:\n    go: [x]\n  slots:\n    s: small\n", "not text"),
+        ("context:\n  expressions:\n    go: [x]\n  slots: [a]\n", "slots must be a mapping"),
+        ("context:\n  expressions:\n    go: [x]\n  slots:\n    s: [~]\n", "None is null"),
+        ("context:\n  expressions:\n    ~: [x]\n", "name must be text, not null"),
+        ("context: {expressions: {go: [x]}}\n!!int x", "not valid YAML"),
     ],
 )
 def test_bad_grammars_give_one_line_errors(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(content)
-    with pytest.raises(GlassformerError, match=message):
+    with pytest.raises(GlassformerError, match=message) as error:
         Grammar.from_yaml(path)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_unreadable_grammar_files(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_bytes(b"context: \xff\xfe")
+    with pytest.raises(GlassformerError, match="not UTF-8 text \\(byte offset 9"):
+        Grammar.from_yaml(path)
+    with pytest.raises(GlassformerError, match="no such grammar file"):
+        Grammar.from_yaml(tmp_path / "missing.yaml")
+    with pytest.raises(GlassformerError, match="is a directory"):
+        Grammar.from_yaml(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("expressions", "slots", "message"),
+    [
+        ({"go": [12]}, {}, "intent 'go': 12 is a number, not text"),
+        ({"go": [True]}, {}, "True is a boolean"),
+        ({"go": "turn on"}, {}, "expected a list"),
+        ({"go": ["$s:s"]}, {"s": {"small": 1}}, "slot type 's': expected a list"),
+        ({}, {}, "no expressions"),
+        ([], {}, "expressions must be a mapping, not a list"),
+    ],
+)
+def test_bad_grammars_in_code(expressions: object, slots: object, message: str) -> None:
+    with pytest.raises(GlassformerError, match=message):
+        Grammar(expressions, slots, "mine")  # type: ignore[arg-type]
+
+
+def test_content_hash_ignores_layout_but_not_content(tmp_path: Path) -> None:
+    one, two, other = tmp_path / "one.yaml", tmp_path / "two.yaml", tmp_path / "other.yaml"
+    one.write_text(EXPRESSIONS.format("- 'turn [on, off]'"))
+    two.write_text("# same grammar\n" + EXPRESSIONS.format('["turn [on, off]"]'))
+    other.write_text(EXPRESSIONS.format("- 'turn [off, on]'"))
+    hashes = [Grammar.from_yaml(path).sha256 for path in (one, two, other)]
+    assert hashes[0] == hashes[1] != hashes[2]
+    assert Grammar.from_yaml(one).path == one.resolve()
+
+
+YAML_PIECES = [
+    "context:", "expressions:", "slots:", "go:", "size:", "\n", "  ", "- ", "[", "]", "{", "}",
+    ", ", ": ", "a", "turn on", "$size:s", "(", ")", "'", '"', "~", "12", "yes", "2024-01-01",
+    "2024-13-45", "!!int ", "!!float ", "!!binary ", "!!timestamp ", "!!set ", "!!omap ",
+    "!!python/name:os.system ", "&x ", "*x", "? ", "|", ">", "#", "---\n", "<<: ", "%YAML 1.1\n",
+    "\t", "\x00", "\ufeff", "é",
+]  # fmt: skip
+yaml_soup = st.lists(st.sampled_from(YAML_PIECES), max_size=40).map("".join)
+scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner)
+)
+
+
+@st.composite
+def damaged_grammars(draw: st.DrawFn) -> str:
+    """A valid grammar's YAML with one part replaced by a random value."""
+    import yaml
+
+    document = {
+        "context": {
+            "expressions": {"go": ["turn $dir:dir (please)"], "stop": ["[stop, halt]"]},
+            "slots": {"dir": ["up", "down"]},
+        }
+    }
+    context = document["context"]
+    where = draw(st.sampled_from(["top", "context", "expressions", "go", "slots", "dir"]))
+    value = draw(values)
+    if where == "top":
+        return yaml.safe_dump(value)
+    if where == "context":
+        context[draw(st.sampled_from(["expressions", "slots"]))] = value
+    elif where in ("expressions", "slots"):
+        context[where][draw(st.text(max_size=4))] = value
+    else:
+        table = context["expressions" if where == "go" else "slots"][where]
+        table[draw(st.integers(0, len(table) - 1))] = value
+    return yaml.safe_dump(document)
+
+
+def loads_or_fails_in_one_line(content: bytes) -> None:
+    """Loading `content` as a grammar file succeeds or gives a one-line GlassformerError
+    naming the file; any other exception fails the test."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "grammar.yaml"
+        path.write_bytes(content)
+        try:
+            grammar = Grammar.from_yaml(path)
+        except GlassformerError as error:
+            assert str(path) in str(error) and "\n" not in str(error), str(error)
+            return
+        command = grammar.sample(random.Random(0))  # a grammar that loads is usable
+        assert grammar.parse(command.text) is not None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(content=st.binary(max_size=300))
+def test_random_bytes_as_a_grammar_give_glassformer_error(content: bytes) -> None:
+    loads_or_fails_in_one_line(content)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(content=yaml_soup)
+def test_random_yaml_as_a_grammar_gives_glassformer_error(content: str) -> None:
+    loads_or_fails_in_one_line(content.encode("utf-8", errors="surrogatepass"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(content=damaged_grammars())
+def test_damaged_grammars_give_glassformer_error(content: str) -> None:
+    loads_or_fails_in_one_line(content.encode("utf-8", errors="surrogatepass"))
 
 
 def test_yes_no_on_off_stay_words_and_numbers_stay_text(tmp_path: Path) -> None:

@@ -2,19 +2,54 @@
 
 from __future__ import annotations
 
+import json
+import random
 import shutil
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from glassformer.audio.io import load_audio
+import glassformer.voice.synth as synth
+from glassformer.audio.io import load_audio, save_audio
+from glassformer.cli import main
+from glassformer.errors import GlassformerError
 from glassformer.voice.grammar import Grammar
-from glassformer.voice.synth import available_voices, read_manifest, synthesize
+from glassformer.voice.synth import (
+    available_voices,
+    read_dataset_info,
+    read_manifest,
+    synthesize,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
 )
 GRAMMAR = Grammar({"order": ["[get, make] me a $size:size coffee"]}, {"size": ["small", "large"]})
+OTHER = Grammar({"order": ["[get, make] me a $size:size tea"]}, {"size": ["small", "large"]})
+GRAMMAR_YAML = (
+    "context:\n  expressions:\n    order:\n      - '[get, make] me a $size:size {drink}'\n"
+    "  slots:\n    size: [small, large]\n"
+)
+
+
+@pytest.fixture
+def fake_render(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the TTS engines by a 0.1 s silent clip; returns the texts rendered, in order."""
+    rendered: list[str] = []
+
+    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+        rendered.append(text)
+        save_audio(path, np.zeros(1600))
+
+    monkeypatch.setattr(synth, "render", render)
+    return rendered
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` and its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_many_voices_and_a_fixed_validation_split() -> None:
@@ -40,3 +75,136 @@ def test_synthesize_writes_clips_and_manifest_and_resumes(tmp_path: Path) -> Non
     before = first.stat().st_mtime_ns
     synthesize(GRAMMAR, tmp_path, 8, seed=1, progress=False)
     assert first.stat().st_mtime_ns == before, "clips on disk are not rendered again"
+
+
+def test_dataset_info_is_written_first_and_read_back(tmp_path: Path, fake_render: list) -> None:
+    grammar_file = tmp_path / "coffee.yaml"
+    grammar_file.write_text(GRAMMAR_YAML.format(drink="coffee"))
+    grammar = Grammar.from_yaml(grammar_file)
+    synthesize(grammar, tmp_path / "data", 3, seed=5, progress=False, noise_dir="/noise")
+    info = read_dataset_info(tmp_path / "data")
+    assert info["grammar"] == str(grammar_file.resolve()) and info["noise_dir"] == "/noise"
+    assert info["grammar_sha256"] == grammar.sha256 and info["seed"] == 5 and info["count"] == 3
+    assert read_dataset_info(tmp_path) == {}, "no dataset.json: nothing recorded"
+    (tmp_path / "data" / "dataset.json").write_text("[1, 2]")
+    with pytest.raises(GlassformerError, match="dataset.json: expected a JSON object"):
+        read_dataset_info(tmp_path / "data")
+
+
+@pytest.mark.parametrize(
+    ("grammar", "seed", "message"),
+    [(OTHER, 1, "holds clips of another grammar"), (GRAMMAR, 2, "holds clips of another seed")],
+)
+def test_a_folder_of_another_grammar_or_seed_is_not_resumed(
+    tmp_path: Path, fake_render: list, grammar: Grammar, seed: int, message: str
+) -> None:
+    synthesize(GRAMMAR, tmp_path, 6, seed=1, progress=False)
+    before = snapshot(tmp_path)
+    with pytest.raises(GlassformerError, match=message) as error:
+        synthesize(grammar, tmp_path, 6, seed=seed, progress=False)
+    assert "choose an empty folder" in str(error.value) and "\n" not in str(error.value)
+    assert snapshot(tmp_path) == before, "nothing changed on disk"
+
+
+def test_an_interrupted_run_resumes_and_a_longer_one_extends(
+    tmp_path: Path, fake_render: list
+) -> None:
+    synthesize(GRAMMAR, tmp_path, 4, seed=1, progress=False)
+    first = read_manifest(tmp_path)
+    (tmp_path / "manifest.jsonl").unlink()  # as if interrupted before the manifest
+    (tmp_path / "clips" / "000003.wav").unlink()
+    fake_render.clear()
+    synthesize(GRAMMAR, tmp_path, 6, seed=1, progress=False)
+    rows = read_manifest(tmp_path)
+    assert rows[:4] == first, "clip N is the same sentence whatever the count"
+    assert fake_render == [rows[3]["text"], rows[4]["text"], rows[5]["text"]]
+
+
+def test_a_folder_from_before_dataset_json_is_checked_against_its_manifest(
+    tmp_path: Path, fake_render: list
+) -> None:
+    synthesize(GRAMMAR, tmp_path, 4, seed=1, progress=False)
+    (tmp_path / "dataset.json").unlink()
+    synthesize(GRAMMAR, tmp_path, 5, seed=1, progress=False)  # the manifest agrees: resumed
+    assert read_dataset_info(tmp_path)["count"] == 5
+    (tmp_path / "dataset.json").unlink()
+    with pytest.raises(GlassformerError, match="another grammar or seed"):
+        synthesize(GRAMMAR, tmp_path, 5, seed=2, progress=False)
+    (tmp_path / "dataset.json").unlink(missing_ok=True)
+    (tmp_path / "manifest.jsonl").unlink()
+    with pytest.raises(GlassformerError, match="unknown origin"):  # clips, and no record
+        synthesize(GRAMMAR, tmp_path, 5, seed=1, progress=False)
+
+
+@pytest.mark.parametrize("count", [0, -1, synth.MAX_CLIPS + 1])
+def test_bad_counts_leave_nothing_behind(tmp_path: Path, count: int) -> None:
+    with pytest.raises(GlassformerError, match=f"count={count}: must be a whole number from 1"):
+        synthesize(GRAMMAR, tmp_path / "data", count, progress=False)
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_first_clips_render_before_the_rest_are_planned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sampled = []
+    grammar = Grammar({"order": ["[get, make] me a $size:size coffee"]}, {"size": ["small"]})
+    sample = grammar.sample
+    monkeypatch.setattr(grammar, "sample", lambda rng: sampled.append(1) or sample(rng))
+
+    class Stop(Exception):
+        pass
+
+    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+        raise Stop
+
+    monkeypatch.setattr(synth, "render", render)
+    started = time.perf_counter()
+    with pytest.raises(Stop):
+        synthesize(grammar, tmp_path, synth.MAX_CLIPS, progress=False)
+    assert len(sampled) <= 2 * synth.BATCH_CLIPS, "sentences are drawn as clips are rendered"
+    assert time.perf_counter() - started < 10
+    assert not (tmp_path / "manifest.jsonl").exists() and not list(tmp_path.glob(".manifest*"))
+
+
+def test_cli_two_seeds_into_one_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The bug: --seed 2 into a --seed 1 folder reused its WAVs under --seed 2's labels."""
+    grammar_file = tmp_path / "coffee.yaml"
+    grammar_file.write_text(GRAMMAR_YAML.format(drink="coffee"))
+    out = tmp_path / "data"
+    synth_args = ["voice", "synth", "--grammar", str(grammar_file), "--out", str(out)]
+    assert main([*synth_args, "--count", "3", "--seed", "1"]) == 0
+    assert capsys.readouterr().out.startswith("synthesizing 3 clips")
+    before = snapshot(out)
+    assert main([*synth_args, "--count", "3", "--seed", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("glassformer: error: ") and err.count("\n") == 1
+    assert "holds clips of another seed" in err and snapshot(out) == before
+    grammar_file.write_text(GRAMMAR_YAML.format(drink="tea"))
+    assert main([*synth_args, "--count", "3", "--seed", "1"]) == 2
+    assert "holds clips of another grammar" in capsys.readouterr().err
+    fresh = tmp_path / "fresh"
+    assert main([*synth_args[:-1], str(fresh), "--count", "3", "--seed", "1"]) == 0
+    info = json.loads((fresh / "dataset.json").read_text())
+    assert info["grammar"] == str(grammar_file.resolve()) and info["seed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--count", "0"], "--count 0: must be from 1 to 1,000,000 clips"),
+        (["--count", "-1"], "--count -1: must be from 1"),
+        (["--count", "100000000"], "--count 100000000: must be from 1"),
+        (["--noise-dir", "/nonexistent/noise"], "--noise-dir /nonexistent/noise: no such folder"),
+        (["--grammar", "/nonexistent.yaml"], "/nonexistent.yaml: no such grammar file"),
+    ],
+)
+def test_cli_bad_flags_are_one_line_errors_and_leave_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, flags: list[str], message: str
+) -> None:
+    out = tmp_path / "data"
+    assert main(["voice", "synth", "--out", str(out), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"glassformer: error: {message}\n" or (
+        message in captured.err and captured.err.count("\n") == 1
+    )
+    assert not out.exists() and captured.out == ""

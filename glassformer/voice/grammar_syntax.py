@@ -1,0 +1,157 @@
+"""Reading and checking command grammars before they are used (grammar.py uses them).
+
+A grammar file is YAML in the Rhino context format (see grammar.py): a mapping with
+`context.expressions` (intent -> list of expression strings) and `context.slots` (slot type ->
+list of phrases). Everything a user can get wrong is one GlassformerError naming the file:
+
+    not UTF-8, not YAML, not a mapping at the top level, no expressions
+    an intent's or a slot type's entries written as a mapping or a single string, not a list
+    an expression or phrase that is not text (a YAML date or null: quote it)
+    an unbalanced or nested "(" or "[", a "$" that is not "$type:name"
+
+Not here: what an expression means (grammar.py parses it), and whether a slot type exists
+(grammar.py knows the slots table when it parses).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from glassformer.errors import GlassformerError
+
+CLOSING = {"(": ")", "[": "]"}  # the two kinds of group: optional words, alternatives
+SLOT = re.compile(r"[A-Za-z0-9_]+:[A-Za-z0-9_]+")  # what follows "$" in a slot reference
+
+
+def load_yaml_strings(text: str) -> object:
+    """Safe YAML where `yes`, `no`, `on`, `off` stay words (YAML 1.1 would make them booleans,
+    and they are common command words) and numbers become their text.
+
+    Raises:
+        ValueError: the text is not valid YAML.
+    """
+    import yaml
+
+    class WordsLoader(yaml.SafeLoader):
+        pass
+
+    WordsLoader.yaml_implicit_resolvers = {
+        first: [
+            (tag, pattern)
+            for tag, pattern in resolvers
+            if not tag.endswith((":bool", ":int", ":float"))
+        ]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    # PyYAML's constructors fail in their own ways on explicitly tagged junk ("!!int ",
+    # "!!timestamp x": IndexError, AttributeError, ...): all of them mean "not valid YAML".
+    broken = (yaml.YAMLError, ArithmeticError, AttributeError, LookupError, RecursionError)
+    try:
+        return yaml.load(text, Loader=WordsLoader)  # noqa: S506 - a SafeLoader subclass
+    except (*broken, TypeError, ValueError) as error:
+        raise ValueError(str(error) or type(error).__name__) from None
+
+
+def read_grammar_file(path: Path) -> tuple[object, object]:
+    """The (expressions, slots) tables of a grammar file, checked only for their place.
+
+    Raises:
+        GlassformerError: the file is missing, unreadable, not UTF-8, not YAML, or has no
+            `context.expressions` mapping.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise GlassformerError(f"{path}: no such grammar file") from None
+    except IsADirectoryError:
+        raise GlassformerError(f"{path}: is a directory, not a grammar file") from None
+    except UnicodeDecodeError as error:
+        raise GlassformerError(
+            f"{path}: not UTF-8 text (byte offset {error.start}: {error.reason})"
+        ) from None
+    try:
+        document = load_yaml_strings(text)
+    except ValueError as error:
+        raise GlassformerError(f"{path}: not valid YAML ({first_line(error)})") from None
+    if not isinstance(document, dict):
+        raise GlassformerError(
+            f"{path}: expected a mapping with context.expressions at the top level "
+            f"(Rhino context format), not {kind_of(document)}"
+        )
+    context = document.get("context")
+    if not isinstance(context, dict) or not isinstance(context.get("expressions"), dict):
+        raise GlassformerError(f"{path}: expected context.expressions (Rhino context format)")
+    return context["expressions"], context.get("slots") or {}
+
+
+def check_tables(
+    expressions: object, slots: object, name: str
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The two tables, checked: mappings from names to non-empty lists of text.
+
+    Raises:
+        GlassformerError: "NAME: ..." for the first entry of the wrong shape.
+    """
+    tables = []
+    for table, what in [(expressions, "expressions"), (slots, "slots")]:
+        if not isinstance(table, dict):
+            raise GlassformerError(f"{name}: {what} must be a mapping, not {kind_of(table)}")
+        for key, entries in table.items():
+            where = f"{name}: {'intent' if what == 'expressions' else 'slot type'} {key!r}"
+            if not isinstance(key, str):
+                raise GlassformerError(f"{where}: the name must be text, not {kind_of(key)}")
+            if not isinstance(entries, list):
+                raise GlassformerError(
+                    f"{where}: expected a list (- item lines or [a, b]), not {kind_of(entries)}"
+                )
+            if not entries:
+                raise GlassformerError(f"{where}: the list is empty")
+            for entry in entries:
+                if not isinstance(entry, str):
+                    raise GlassformerError(
+                        f"{where}: {entry!r} is {kind_of(entry)}, not text (quote it)"
+                    )
+        tables.append(table)
+    if not tables[0]:
+        raise GlassformerError(f"{name}: no expressions")
+    return tables[0], tables[1]
+
+
+def check_expression(expression: str, where: str) -> None:
+    """Brackets balanced and not nested, every "$" a "$type:name".
+
+    Example: "turn (on" -> GlassformerError("...: unbalanced '(' in 'turn (on'")
+    """
+    opened = None  # the bracket of the group we are in, if any
+    for char in expression:
+        if char in CLOSING:
+            if opened:
+                raise GlassformerError(
+                    f"{where}: {char!r} inside {opened!r}...{CLOSING[opened]!r} in {expression!r}"
+                    " (groups do not nest)"
+                )
+            opened = char
+        elif char in CLOSING.values():
+            if opened is None or CLOSING[opened] != char:
+                raise GlassformerError(f"{where}: unbalanced {char!r} in {expression!r}")
+            opened = None
+    if opened:
+        raise GlassformerError(f"{where}: unbalanced {opened!r} in {expression!r}")
+    for dollar in re.finditer(r"\$", expression):
+        if not SLOT.match(expression, dollar.end()):
+            word = expression[dollar.start() :].split()[0]
+            raise GlassformerError(
+                f"{where}: {word!r} in {expression!r} is not a slot ($type:name)"
+            )
+
+
+def kind_of(value: object) -> str:
+    """How to name a YAML value's kind in a message: "a mapping", "a date", "null"."""
+    names = {dict: "a mapping", list: "a list", str: "text", type(None): "null"}
+    names |= {bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
