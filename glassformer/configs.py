@@ -12,49 +12,51 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+from glassformer.errors import ConfigError
+
 ConfigT = TypeVar("ConfigT")
 
 
 def require_positive(config: object, *names: str) -> None:
-    """Raise ValueError naming the first field that is not a positive integer."""
+    """Raise ConfigError (a ValueError) naming the first field that is not a positive integer."""
     for name in names:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
+            raise ConfigError(f"{name}={value!r} must be a positive integer")
 
 
 def require_choice(config: object, name: str, choices: Iterable[str]) -> None:
-    """Raise ValueError unless field `name` is one of `choices`."""
+    """Raise ConfigError (a ValueError) unless field `name` is one of `choices`."""
     value = getattr(config, name)
     choices = sorted(choices)
     if value not in choices:
-        raise ValueError(f"{name}={value!r} is not one of {choices}")
+        raise ConfigError(f"{name}={value!r} is not one of {choices}")
 
 
 def require_fraction(config: object, name: str) -> None:
-    """Raise ValueError unless field `name` lies in [0, 1)."""
+    """Raise ConfigError (a ValueError) unless field `name` lies in [0, 1)."""
     value = getattr(config, name)
     if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name}={value!r} must be in [0, 1)")
+        raise ConfigError(f"{name}={value!r} must be in [0, 1)")
 
 
 def require_divisible(config: object, name: str, by: str) -> None:
-    """Raise ValueError unless field `name` is divisible by field `by`."""
+    """Raise ConfigError (a ValueError) unless field `name` is divisible by field `by`."""
     value, divisor = getattr(config, name), getattr(config, by)
     if value % divisor:
-        raise ValueError(f"{name}={value} is not divisible by {by}={divisor}")
+        raise ConfigError(f"{name}={value} is not divisible by {by}={divisor}")
 
 
 def config_from_dict(cls: type[ConfigT], data: Mapping[str, Any]) -> ConfigT:
     """Build `cls` from a dict; unknown keys and missing required fields are errors.
 
     Raises:
-        ValueError: naming the unknown or missing keys, or the field that fails validation.
+        ConfigError: (a ValueError) naming the unknown or missing keys, or the failing field.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ValueError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
+        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
     missing = sorted(
         name
         for name, f in fields.items()
@@ -63,8 +65,11 @@ def config_from_dict(cls: type[ConfigT], data: Mapping[str, Any]) -> ConfigT:
         and f.default_factory is dataclasses.MISSING
     )
     if missing:
-        raise ValueError(f"missing {cls.__name__} field(s): {', '.join(missing)}")
-    return cls(**data)
+        raise ConfigError(f"missing {cls.__name__} field(s): {', '.join(missing)}")
+    try:
+        return cls(**data)
+    except TypeError as error:  # e.g. a list where a number belongs: a bad config file
+        raise ConfigError(f"{cls.__name__}: {error}") from None
 
 
 def config_to_dict(config: object) -> dict[str, Any]:

@@ -1,10 +1,21 @@
-"""Errors a user can fix. The CLI prints their message on one line and exits with status 2."""
+"""Errors a user can fix. The CLI prints their message on one line and exits with status 2.
+
+Anything else that escapes a command (a KeyError, an AssertionError, ...) is a bug in
+glassformer and shows its traceback: the CLI does not hide it behind a one-line message.
+"""
 
 from __future__ import annotations
 
 
-class GlassformerError(ValueError):
+class GlassformerError(Exception):
     """Bad input from the user (a file, a flag, a config); the message says what and where."""
+
+
+class ConfigError(GlassformerError, ValueError):
+    """An invalid setting or argument value (a config field, a vocabulary size, a token id).
+
+    Also a ValueError, as Python code expects of a bad value: config dataclasses validate in
+    __post_init__ and raise it with the field and the value."""
 
 
 class CheckpointError(GlassformerError):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from glassformer.configs import require_choice, require_positive
+from glassformer.errors import ConfigError
 
 SAMPLE_RATE = 16_000  # Hz
 N_FFT = 400  # samples per frame: 25 ms at 16 kHz
@@ -59,12 +60,12 @@ class FeatureConfig:
         require_choice(self, "mel_norm", ["none", "slaney"])
         require_positive(self, "sample_rate", "n_fft", "hop_length", "n_mels", "n_mfcc")
         if not 0 <= self.f_min < self.f_max <= self.sample_rate / 2:
-            raise ValueError(
+            raise ConfigError(
                 f"need 0 <= f_min={self.f_min} < f_max={self.f_max} <= "
                 f"sample_rate / 2 = {self.sample_rate / 2}"
             )
         if self.kind == "mfcc" and self.n_mfcc > self.n_mels:
-            raise ValueError(f"n_mfcc={self.n_mfcc} exceeds n_mels={self.n_mels}")
+            raise ConfigError(f"n_mfcc={self.n_mfcc} exceeds n_mels={self.n_mels}")
 
     @property
     def frames_per_second(self) -> float:

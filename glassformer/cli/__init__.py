@@ -17,6 +17,7 @@ from glassformer.cli.lm import add_training_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
 from glassformer.cli.translate import add_translation_commands
 from glassformer.cli.voice import add_voice_commands
+from glassformer.errors import GlassformerError
 
 EXIT_USER_ERROR = 2
 
@@ -125,14 +126,38 @@ def assign_late_positionals(
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
+def leaf_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The (sub)parser of the command that was chosen, e.g. `train lm`'s: its usage line is the
+    one a mistake in that command's arguments should show."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if chosen is None:
+            return parser
+        parser = actions[0].choices[chosen]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
+    """Run the CLI; returns the exit status.
+
+    A GlassformerError (bad input) or an OSError (a file that cannot be read or written)
+    prints one line and returns 2; anything else is a bug and shows its traceback.
+    """
+    from glassformer.threads import set_thread_policy
+
+    set_thread_policy()  # before anything imports torch
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    assign_late_positionals(parser, args, extra)
+    assign_late_positionals(leaf_parser(parser, args), args, extra)
     try:
         args.handler(args)
-    except (ValueError, OSError) as error:  # GlassformerError is a ValueError
+    except BrokenPipeError:  # the reader went away (`glassformer ... | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that flushing stdout at exit stays quiet
+        return 0
+    except (GlassformerError, OSError) as error:
         if os.environ.get("GLASSFORMER_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from glassformer.errors import GlassformerError
+
 
 def config_text(title: str, config: object) -> str:
     """A config as a TOML table (the form --config reads back)."""
@@ -30,15 +32,20 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
     )
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)  # torchrun: rank 0
     resuming = " (resuming)" if args.resume else ""
-    say(f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}")
-    for title, config in (
-        ("model", argparse.Namespace(**model_fields)),
-        ("train", train_config),
-        ("data", data_config),
-    ):
-        say(config_text(title, config))
+
+    def announce() -> None:
+        say(f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}")
+        for title, config in (
+            ("model", argparse.Namespace(**model_fields)),
+            ("train", train_config),
+            ("data", data_config),
+        ):
+            say(config_text(title, config))
+
     progress = sys.stderr.isatty()
-    result = train_lm(files, model_fields, train_config, data_config, out, args.resume, progress)
+    result = train_lm(
+        files, model_fields, train_config, data_config, out, args.resume, progress, announce
+    )
     say(
         f"trained to step {result.step} in {result.seconds:.1f} s "
         f"({result.tokens_per_second:,.0f} tokens/s); validation loss {result.val_loss:.4f}, "
@@ -83,7 +90,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         evaluate_translation_command(args)
         return
     if not args.data:
-        raise ValueError("a language model is evaluated on --data FILE")
+        raise GlassformerError("a language model is evaluated on --data FILE")
     from glassformer.tasks.lm.inference import evaluate_lm, load_lm
 
     model, tokenizer = load_lm(args.checkpoint, args.device)
@@ -98,7 +105,7 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
     from glassformer.tasks.speech.inference import evaluate_speech, load_speech_model
 
     if not (args.audio_dir and args.labels):
-        raise ValueError("a speech model is evaluated with --audio-dir DIR --labels FILE")
+        raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
     speech = load_speech_model(args.checkpoint, args.device)
     scored, summary = evaluate_speech(
         speech, Path(args.audio_dir), Path(args.labels), args.constrain, 4, args.reject_below

@@ -7,10 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from glassformer.errors import GlassformerError
+
 
 def check_train_flags(args: argparse.Namespace) -> None:
     """--pattern compiles and --special names distinct, non-empty tokens, before any reading."""
-    from glassformer.errors import GlassformerError
     from glassformer.tokenizer.pretokenize import check_special_tokens, resolve_pattern
 
     try:
@@ -66,7 +67,7 @@ def cmd_tokenizer_decode(args: argparse.Namespace) -> None:
         ids = [int(word) for word in words]
     except ValueError:
         bad = next(w for w in words if not w.lstrip("-").isdigit())
-        raise ValueError(f"token ids must be integers, got {bad!r}") from None
+        raise GlassformerError(f"token ids must be integers, got {bad!r}") from None
     sys.stdout.write(tokenizer.decode(ids) + ("" if args.no_newline else "\n"))
 
 

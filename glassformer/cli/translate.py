@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from glassformer.errors import GlassformerError
+
 
 def cmd_train_translation(args: argparse.Namespace) -> None:
     from glassformer.configs import config_from_dict, flag_overrides, run_settings
@@ -57,7 +59,6 @@ def cmd_train_translation(args: argparse.Namespace) -> None:
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
-    from glassformer.errors import GlassformerError
     from glassformer.tasks.translation.inference import load_translator, translate
 
     if args.text == ["-"]:
@@ -78,7 +79,7 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
     from glassformer.tasks.translation.inference import evaluate_translation, load_translator
 
     if not (args.src and args.ref):
-        raise ValueError("a translation model is evaluated with --src FILE --ref FILE")
+        raise GlassformerError("a translation model is evaluated with --src FILE --ref FILE")
     translator = load_translator(args.checkpoint, args.device)
     rows, scores = evaluate_translation(
         translator, Path(args.src), Path(args.ref), args.beam, progress=sys.stderr.isatty()

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from glassformer.configs import require_positive
+from glassformer.errors import ConfigError
 
 MAX_BEAM_SIZE = 64  # more beams cost memory and time with nothing to gain
 
@@ -28,19 +29,19 @@ class DecodeConfig:
         check_beam_size(self.beam_size)
         for name in ("temperature", "top_p", "length_penalty"):
             if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be a finite number")
+                raise ConfigError(f"{name}={getattr(self, name)!r} must be a finite number")
         if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
-            raise ValueError(
+            raise ConfigError(
                 f"need temperature >= 0, top_k >= 0, 0 < top_p <= 1; got temperature="
                 f"{self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
             )
         if self.length_penalty < 0:
-            raise ValueError(f"length_penalty={self.length_penalty} must be >= 0")
+            raise ConfigError(f"length_penalty={self.length_penalty} must be >= 0")
 
 
 def check_beam_size(beam_size: int) -> None:
     """Raise ValueError unless 1 <= beam_size <= MAX_BEAM_SIZE (every decoder's beam flag)."""
     if isinstance(beam_size, bool) or not isinstance(beam_size, int):
-        raise ValueError(f"beam size {beam_size!r} must be an integer")
+        raise ConfigError(f"beam size {beam_size!r} must be an integer")
     if not 1 <= beam_size <= MAX_BEAM_SIZE:
-        raise ValueError(f"beam size {beam_size} must be between 1 and {MAX_BEAM_SIZE}")
+        raise ConfigError(f"beam size {beam_size} must be between 1 and {MAX_BEAM_SIZE}")

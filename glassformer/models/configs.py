@@ -19,6 +19,7 @@ from glassformer.configs import (
     require_fraction,
     require_positive,
 )
+from glassformer.errors import ConfigError
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")  # the keys of layers.feedforward.ACTIVATIONS
 
@@ -47,7 +48,7 @@ class GPTConfig:
         require_choice(self, "activation", ACTIVATIONS)
         require_choice(self, "positional", ["learned", "sinusoidal"])
         if self.layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps={self.layer_norm_eps!r} must be positive")
+            raise ConfigError(f"layer_norm_eps={self.layer_norm_eps!r} must be positive")
 
     @property
     def d_head(self) -> int:
@@ -109,11 +110,11 @@ class Seq2SeqConfig:
         require_choice(self, "frontend", ["conv", "linear"])
         require_positive(self, "src_vocab_size" if self.source == "tokens" else "n_features")
         if self.norm_first and not self.final_norm:
-            raise ValueError("norm_first=True needs final_norm=True (else nothing normalizes x)")
+            raise ConfigError("norm_first=True needs final_norm=True (else nothing normalizes x)")
         if self.share_embeddings and self.source != "tokens":
-            raise ValueError(f"share_embeddings=True needs source='tokens', got {self.source!r}")
+            raise ConfigError(f"share_embeddings=True needs source='tokens', got {self.source!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
+            raise ConfigError(
                 f"share_embeddings=True needs src_vocab_size={self.src_vocab_size} "
                 f"== tgt_vocab_size={self.tgt_vocab_size}"
             )
@@ -167,4 +168,4 @@ class SpeechConfig(Seq2SeqConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.source != "features":
-            raise ValueError(f"source={self.source!r}: a speech model reads features")
+            raise ConfigError(f"source={self.source!r}: a speech model reads features")

@@ -17,6 +17,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
+from glassformer.errors import ConfigError
 from glassformer.tokenizer.pretokenize import split_special
 
 AllowedSpecial = Literal["all", "none"] | Collection[str]
@@ -68,7 +69,7 @@ class Tokenizer(ABC):
             return set(self.special_tokens)
         unknown = set(allowed_special) - set(self.special_tokens)
         if unknown:
-            raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)}")
+            raise ConfigError(f"not special tokens of this tokenizer: {sorted(unknown)}")
         return set(allowed_special)
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
@@ -77,7 +78,7 @@ class Tokenizer(ABC):
             return b"".join([self.token_bytes(i) for i in ids])
         except (IndexError, KeyError, TypeError):
             bad = next(i for i in ids if not self.is_valid_id(i))
-            raise ValueError(f"token id {bad!r} is not in [0, {self.vocab_size})") from None
+            raise ConfigError(f"token id {bad!r} is not in [0, {self.vocab_size})") from None
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for the ids. Ids that split a UTF-8 character decode to U+FFFD, never raise."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from glassformer.errors import ConfigError
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.tokenizer.pretokenize import check_special_tokens
 
@@ -28,7 +29,7 @@ class CharTokenizer(Tokenizer):
     def __init__(self, chars: Iterable[str], special_tokens: Iterable[str] = ()) -> None:
         self.chars = sorted(set(chars))
         if any(not isinstance(c, str) or len(c) != 1 for c in self.chars):
-            raise ValueError("a character tokenizer's alphabet must be single characters")
+            raise ConfigError("a character tokenizer's alphabet must be single characters")
         self.ids = {c: i for i, c in enumerate(self.chars)}
         self.special_tokens = {
             s: len(self.chars) + i for i, s in enumerate(check_special_tokens(special_tokens))
@@ -42,7 +43,7 @@ class CharTokenizer(Tokenizer):
         for text in texts:
             chars.update(text)
         if not chars:
-            raise ValueError("the training text is empty: no characters to build a vocabulary")
+            raise ConfigError("the training text is empty: no characters to build a vocabulary")
         return cls(chars, special_tokens)
 
     @property
@@ -54,7 +55,7 @@ class CharTokenizer(Tokenizer):
             return [self.ids[c] for c in text]
         except KeyError as error:
             char = error.args[0]
-            raise ValueError(
+            raise ConfigError(
                 f"character {char!r} (U+{ord(char):04X}) is not in the vocabulary"
             ) from None
 

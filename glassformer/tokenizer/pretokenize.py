@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 
 import regex
 
+from glassformer.errors import ConfigError
+
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
@@ -35,13 +37,13 @@ def resolve_pattern(pattern: str) -> str:
         ValueError: not a string, or not a valid regex (one line, naming the pattern).
     """
     if not isinstance(pattern, str):
-        raise ValueError(f"pattern {pattern!r} is not a string")
+        raise ConfigError(f"pattern {pattern!r} is not a string")
     pattern = PATTERNS.get(pattern, pattern)
     try:
         regex.compile(pattern)
     except (regex.error, RecursionError, OverflowError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {reason}") from None
+        raise ConfigError(f"pattern {pattern!r} is not a valid regex: {reason}") from None
     return pattern
 
 
@@ -84,11 +86,11 @@ def check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
     seen: set[str] = set()
     for token in tokens:
         if not isinstance(token, str):
-            raise ValueError(f"special token {token!r} is not a string")
+            raise ConfigError(f"special token {token!r} is not a string")
         if not token:
-            raise ValueError("special token '' is empty: a special token needs some text")
+            raise ConfigError("special token '' is empty: a special token needs some text")
         if token in seen:
-            raise ValueError(f"special token {token!r} is given twice")
+            raise ConfigError(f"special token {token!r} is given twice")
         seen.add(token)
     return tokens
 
@@ -112,7 +114,7 @@ def check_unicode(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as error:
         char = text[error.start]
-        raise ValueError(
+        raise ConfigError(
             f"text has a lone surrogate U+{ord(char):04X} at index {error.start}: "
             "not valid Unicode, so it has no UTF-8 bytes to encode"
         ) from None

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from pathlib import Path
 
+from glassformer.errors import ConfigError
 from glassformer.textfiles import read_text_blocks, require_files
 from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer, merge_pair
 from glassformer.tokenizer.pretokenize import check_special_tokens, check_unicode, chunker
@@ -143,13 +144,13 @@ def train_bpe_tokenizer(
     chunker(pattern)  # an invalid pattern fails here, before any text is read
     minimum = N_BYTES + len(special_tokens)
     if vocab_size < minimum:
-        raise ValueError(
+        raise ConfigError(
             f"vocab_size={vocab_size} is below 256 bytes + {len(special_tokens)} special "
             f"tokens = {minimum}"
         )
     chunk_counts = count_chunks(texts, pattern)
     if not chunk_counts:
-        raise ValueError("the training text is empty: no chunks to learn merges from")
+        raise ConfigError("the training text is empty: no chunks to learn merges from")
     n_merges = vocab_size - minimum
     merges = train_merges(chunk_counts, n_merges, progress)
     if len(merges) < n_merges:

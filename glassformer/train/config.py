@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from glassformer.configs import require_choice, require_positive
+from glassformer.errors import ConfigError
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")  # what --device accepts
 
@@ -46,12 +47,12 @@ class TrainConfig:
         require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
         require_choice(self, "precision", ["auto", "bf16", "fp32"])
         if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ValueError(f"device={self.device!r} is not auto, cpu, mps, cuda or cuda:N")
+            raise ConfigError(f"device={self.device!r} is not auto, cpu, mps, cuda or cuda:N")
         for name in ("lr", "min_lr", "weight_decay", "grad_clip", "max_minutes"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+                raise ConfigError(f"{name}={value!r} must be a finite number >= 0")
         if self.batch_size % self.grad_accum:
-            raise ValueError(
+            raise ConfigError(
                 f"batch_size={self.batch_size} is not divisible by grad_accum={self.grad_accum}"
             )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from glassformer.files import atomic_file
+from glassformer.errors import GlassformerError
+from glassformer.files import atomic_file, write_text_atomically
 
 TOKENS_FILE = "tokens.bin"
 META_FILE = "meta.json"
@@ -77,7 +77,7 @@ def prepare_token_data(
     files: list[Path], tokenizer, cache_root: Path, val_fraction: float = 0.1
 ) -> TokenData:  # noqa: ANN001 - any Tokenizer
     """Tokenize `files` into a cached token file (or reuse the cached one)."""
-    from glassformer.tokenizer.training import read_text_blocks
+    from glassformer.textfiles import read_text_blocks
 
     directory = cache_root / cache_key(files, tokenizer.to_json(), val_fraction)
     if (directory / META_FILE).is_file():
@@ -89,7 +89,10 @@ def prepare_token_data(
     count = write_token_file(directory, chunks, dtype)
     n_train = int(count * (1 - val_fraction))
     if n_train < 2 or count - n_train < 2:
-        raise ValueError(f"the corpus has only {count} tokens: too few to split for validation")
+        raise GlassformerError(
+            f"val_fraction={val_fraction} of {count:,} tokens leaves {n_train:,} for training "
+            f"and {count - n_train:,} for validation; each needs at least 2"
+        )
     tokens = np.memmap(directory / TOKENS_FILE, dtype=dtype, mode="r")
     val_bytes = len(tokenizer.decode_bytes(tokens[n_train:].tolist()))
     meta = {
@@ -99,9 +102,8 @@ def prepare_token_data(
         "val_bytes": val_bytes,
         "files": [str(p) for p in files],
     }
-    tmp = directory / f".{META_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(meta, indent=1) + "\n")
-    os.replace(tmp, directory / META_FILE)  # last: its presence means the cache entry is whole
+    # last: its presence means the cache entry is whole
+    write_text_atomically(directory / META_FILE, json.dumps(meta, indent=1) + "\n")
     return open_token_data(directory)
 
 
@@ -114,7 +116,7 @@ def sample_blocks(
         returns: x (B, T), y (B, T) int64, with y[:, t] = x[:, t + 1] along the stream
     """
     if len(tokens) <= block_size:
-        raise ValueError(f"{len(tokens)} tokens cannot fill one block of {block_size} + 1")
+        raise GlassformerError(f"{len(tokens)} tokens cannot fill one block of {block_size} + 1")
     starts = torch.randint(len(tokens) - block_size, (batch_size,), generator=generator)  # (B,)
     index = starts.numpy()[:, None] + np.arange(block_size + 1)  # (B, T + 1)
     window = torch.from_numpy(tokens[index].astype(np.int64))  # (B, T + 1)

@@ -9,6 +9,7 @@ all `generate` and `evaluate` need (tasks/lm/inference.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +91,13 @@ def train_lm(
     out: Path,
     resume: bool = False,
     progress: bool = True,
+    before_training: Callable[[], None] | None = None,
 ) -> TrainResult:
-    """Prepare the data, build the GPT (seeded), and run the training loop."""
+    """Prepare the data, build the GPT (seeded), and run the training loop.
+
+    `before_training` runs once the data is ready and checked, just before the loop starts
+    (the CLI prints the run's settings there, so a data error is the only thing printed).
+    """
     from glassformer.tokenizer.io import load_tokenizer
 
     for path in files:
@@ -113,7 +119,15 @@ def train_lm(
         raise GlassformerError(
             f"block_size={data_config.block_size} exceeds max_len={model_config.max_len}"
         )
+    for split, tokens in (("training", data.train), ("validation", data.val)):
+        if len(tokens) <= data_config.block_size:  # checked before the run writes anything
+            raise GlassformerError(
+                f"the {split} split has {len(tokens)} tokens, too few for one block of "
+                f"block_size={data_config.block_size} + 1: give more text or a smaller block"
+            )
     torch.manual_seed(train_config.seed)
     model = GPT(model_config)
     task = LanguageModelTask(data, tokenizer, data_config, train_config.batch_size)
+    if before_training is not None:
+        before_training()
     return train(model, task, train_config, out, resume=resume, progress=progress)

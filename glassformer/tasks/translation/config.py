@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glassformer.configs import Preset, check_presets, require_positive
+from glassformer.errors import ConfigError
 from glassformer.models.configs import Seq2SeqConfig
 from glassformer.train.config import TrainConfig
 
@@ -23,7 +24,7 @@ class TranslationDataConfig:
     def __post_init__(self) -> None:
         require_positive(self, "bpe_vocab_size", "max_tokens", "max_chars")
         if self.valid_size < 0 or self.bleu_sentences < 0:
-            raise ValueError("valid_size and bleu_sentences must be >= 0")
+            raise ConfigError("valid_size and bleu_sentences must be >= 0")
 
 
 # Presets: the paper's recipe throughout: post-norm, label smoothing 0.1, Adam (0.9, 0.98,
