@@ -18,16 +18,16 @@ import math
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from glassformer.explain.article_basics import BATTERY_LOG, PROGRAM_LOG, one_hot
 from glassformer.explain.plots import plot_heads, plot_matrix
 from glassformer.explain.text import table
+from glassformer.explain.toy_training import train_toy_gpt
 from glassformer.explain.trace import attention_probabilities
 from glassformer.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from glassformer.layers.feedforward import FeedForward
 from glassformer.layers.masks import causal_mask
-from glassformer.models.gpt import GPT, GPTConfig
+from glassformer.models.configs import GPTConfig
 from glassformer.toy.markov import vocabulary_of
 
 TRAIN_STEPS = 150  # enough for the one-block model to tell the two sentences apart
@@ -152,33 +152,13 @@ def causal_mask_section(out: Path) -> dict:
     }
 
 
-def train_toy_gpt(sentences: list[list[str]], vocabulary: list[str]) -> GPT:
-    """A one-block, four-head GPT fitted to the sentences (seeded; about a second on a CPU)."""
-    torch.manual_seed(0)
-    config = GPTConfig(len(vocabulary), max_len=16, d_model=32, n_heads=4, n_layers=1, d_ff=64)
-    model = GPT(config)
-    T = max(len(s) for s in sentences)
-    tokens = torch.zeros(len(sentences), T, dtype=torch.long)  # (B, T), padded with id 0
-    targets = torch.full((len(sentences), T - 1), -100)  # (B, T - 1), -100 = ignored
-    for row, sentence in enumerate(sentences):
-        ids = torch.tensor([vocabulary.index(w) for w in sentence])
-        tokens[row, : len(ids)] = ids
-        targets[row, : len(ids) - 1] = ids[1:]
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(TRAIN_STEPS):
-        logits = model(tokens[:, :-1])  # (B, T - 1, V)
-        loss = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval()
-
-
 def multi_head_section(out: Path) -> dict:
     """Which earlier words each head looks at from "ran", in a model trained on the sentences."""
     sentences = [BATTERY_LOG, PROGRAM_LOG]
     vocabulary = vocabulary_of(sentences)
-    model = train_toy_gpt(sentences, vocabulary)
+    # one block, four heads, seeded: about a second on a CPU
+    config = GPTConfig(len(vocabulary), max_len=16, d_model=32, n_heads=4, n_layers=1, d_ff=64)
+    model = train_toy_gpt(sentences, vocabulary, config, TRAIN_STEPS, lr=1e-2)
     at_ran = BATTERY_LOG.index("ran")
     predictions = {}
     for sentence in sentences:

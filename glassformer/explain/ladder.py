@@ -33,10 +33,12 @@ from glassformer.explain.ladder_rungs import (
     GPTRung,
     Rung,
     count_rungs,
-    train_gpt,
 )
 from glassformer.explain.plots import plot_ladder
 from glassformer.explain.text import table
+from glassformer.explain.toy_training import train_toy_gpt
+from glassformer.models.configs import GPTConfig
+from glassformer.models.gpt import GPT
 from glassformer.toy.corpus import (
     Sentence,
     SplitCorpus,
@@ -130,6 +132,26 @@ def load_sentences(corpus: str | Path | None, config: LadderConfig) -> tuple[lis
     if corpus is None:
         return command_corpus(config.n_sentences, config.seed), "generated command corpus"
     return read_corpus(corpus), str(corpus)
+
+
+def train_gpt(
+    train: list[Sentence], vocabulary: list[str], n_layers: int, max_len: int, config: LadderConfig
+) -> GPT:
+    """A seeded GPT of `n_layers` blocks fitted to the training sentences on random batches.
+
+    The model has one id more than the vocabulary, for padding; GPTRung never predicts it.
+    """
+    model_config = GPTConfig(
+        vocab_size=len(vocabulary) + 1,  # + the padding id
+        max_len=max_len,
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        n_layers=n_layers,
+        d_ff=4 * config.d_model,
+    )
+    return train_toy_gpt(
+        train, vocabulary, model_config, config.steps, config.lr, config.batch_size, config.seed
+    )
 
 
 def run_ladder(

@@ -16,24 +16,20 @@ model's distribution p is mixed with the uniform one, (1 - e) p + e / V (e = `sm
 and a context it never saw backs off one rung (second order -> first order -> uniform; skips
 without a seen feature -> first order). The GPTs need neither: softmax is never 0.
 
-Not here: the corpus (toy/corpus.py), scoring and tables (explain/ladder.py).
+Not here: the corpus (toy/corpus.py), training the GPTs (explain/toy_training.py), scoring
+and tables (explain/ladder.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from glassformer.models.gpt import GPT, GPTConfig
+from glassformer.models.gpt import GPT
 from glassformer.toy.markov import NGramModel, SkipPairModel, active_features
-
-if TYPE_CHECKING:
-    from glassformer.explain.ladder import LadderConfig
 
 Sentence = list[str]
 MASK_CERTAINTY = 0.95  # a feature is kept when one next word has this share of its votes
@@ -135,55 +131,3 @@ class GPTRung:
 
 
 Rung = CountRung | GPTRung  # anything with predict(sentence) -> (T, V) probabilities
-
-
-def encode_padded(
-    sentences: list[Sentence], index: dict[str, int]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs padded with id V, and next-word targets with -100 (ignored) past each end.
-
-    Shapes:
-        returns: tokens (N, T_max - 1), targets (N, T_max - 1)
-    """
-    pad = len(index)
-    T = max(len(s) for s in sentences)
-    ids = torch.full((len(sentences), T), pad)  # (N, T)
-    targets = torch.full((len(sentences), T), -100)  # (N, T)
-    for row, sentence in enumerate(sentences):
-        encoded = torch.tensor([index[w] for w in sentence])
-        ids[row, : len(sentence)] = encoded
-        targets[row, : len(sentence) - 1] = encoded[1:]
-    return ids[:, :-1], targets[:, :-1]
-
-
-def train_gpt(
-    train: list[Sentence],
-    vocabulary: Sequence[str],
-    n_layers: int,
-    max_len: int,
-    config: LadderConfig,
-) -> GPT:
-    """A seeded GPT of `n_layers` blocks, fitted by Adam on random batches of sentences."""
-    torch.manual_seed(config.seed)
-    index = {word: i for i, word in enumerate(vocabulary)}
-    model = GPT(
-        GPTConfig(
-            vocab_size=len(vocabulary) + 1,  # + the padding id
-            max_len=max_len,
-            d_model=config.d_model,
-            n_heads=config.n_heads,
-            n_layers=n_layers,
-            d_ff=4 * config.d_model,
-        )
-    )
-    tokens, targets = encode_padded([s for s in train if len(s) > 1], index)  # (N, T)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
-    generator = torch.Generator().manual_seed(config.seed)
-    for _ in range(config.steps):
-        rows = torch.randint(len(tokens), (config.batch_size,), generator=generator)
-        logits = model(tokens[rows])  # (B, T, V + 1)
-        loss = F.cross_entropy(logits.transpose(1, 2), targets[rows], ignore_index=-100)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval()
