@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,19 @@ def test_bpe_save_load_round_trip(multilingual_tokenizer: BPETokenizer, tmp_path
     view = (tmp_path / "tok.vocab").read_text()
     assert "<- [" in view and "(special)" in view
     assert json.loads(path.read_text())["format_version"] == 1
+
+
+def test_saved_files_get_the_users_umask(
+    multilingual_tokenizer: BPETokenizer, tmp_path: Path
+) -> None:
+    old = os.umask(0o022)
+    try:
+        multilingual_tokenizer.save(tmp_path / "tok.json")
+    finally:
+        os.umask(old)
+    for name in ("tok.json", "tok.vocab"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tok.json", "tok.vocab"]
 
 
 @pytest.mark.parametrize(

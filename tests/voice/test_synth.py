@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -208,3 +210,13 @@ def test_cli_bad_flags_are_one_line_errors_and_leave_nothing(
         message in captured.err and captured.err.count("\n") == 1
     )
     assert not out.exists() and captured.out == ""
+
+
+def test_written_files_get_the_users_umask(tmp_path: Path, fake_render: list) -> None:
+    old = os.umask(0o022)
+    try:
+        synthesize(GRAMMAR, tmp_path, 2, progress=False)
+    finally:
+        os.umask(old)
+    for name in ("clips/000000.wav", "manifest.jsonl", "dataset.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
