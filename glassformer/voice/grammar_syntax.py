@@ -7,6 +7,7 @@ list of phrases). Everything a user can get wrong is one GlassformerError naming
     not UTF-8, not YAML, not a mapping at the top level, no expressions
     an intent's or a slot type's entries written as a mapping or a single string, not a list
     an expression or phrase that is not text (a YAML date or null: quote it)
+    an expression that is a bare YAML number or boolean (`- 12`, `- yes`: quote it)
     an unbalanced or nested "(" or "[", a "$" that is not "$type:name"
 
 Not here: what an expression means (grammar.py parses it), and whether a slot type exists
@@ -24,9 +25,24 @@ CLOSING = {"(": ")", "[": "]"}  # the two kinds of group: optional words, altern
 SLOT = re.compile(r"[A-Za-z0-9_]+:[A-Za-z0-9_]+")  # what follows "$" in a slot reference
 
 
+class Unquoted(str):
+    """An unquoted YAML word that YAML 1.1 would read as a number or a boolean (12, yes, off).
+
+    It stays text (slot phrases like `[yes, no, 7]` are common command words), but an
+    expression written so is refused: `- 12` or `- yes` is most likely a slip, and quoting it
+    says it is meant.
+    """
+
+    kind: str = "number"  # or "boolean"
+
+
+class UnquotedBoolean(Unquoted):
+    kind = "boolean"
+
+
 def load_yaml_strings(text: str) -> object:
-    """Safe YAML where `yes`, `no`, `on`, `off` stay words (YAML 1.1 would make them booleans,
-    and they are common command words) and numbers become their text.
+    """Safe YAML where every scalar stays text: `yes`, `no`, `on`, `off` (YAML 1.1 booleans)
+    and numbers become Unquoted strings, so a caller can still tell they were bare.
 
     Raises:
         ValueError: the text is not valid YAML.
@@ -36,14 +52,17 @@ def load_yaml_strings(text: str) -> object:
     class WordsLoader(yaml.SafeLoader):
         pass
 
+    renamed = {"bool": "!unquoted-boolean", "int": "!unquoted-number", "float": "!unquoted-number"}
     WordsLoader.yaml_implicit_resolvers = {
-        first: [
-            (tag, pattern)
-            for tag, pattern in resolvers
-            if not tag.endswith((":bool", ":int", ":float"))
-        ]
+        first: [(renamed.get(tag.rsplit(":", 1)[-1], tag), pattern) for tag, pattern in resolvers]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
+    WordsLoader.add_constructor(
+        "!unquoted-boolean", lambda loader, node: UnquotedBoolean(loader.construct_scalar(node))
+    )
+    WordsLoader.add_constructor(
+        "!unquoted-number", lambda loader, node: Unquoted(loader.construct_scalar(node))
+    )
     # PyYAML's constructors fail in their own ways on explicitly tagged junk ("!!int ",
     # "!!timestamp x": IndexError, AttributeError, ...): all of them mean "not valid YAML".
     broken = (yaml.YAMLError, ArithmeticError, AttributeError, LookupError, RecursionError)
@@ -111,6 +130,11 @@ def check_tables(
                 if not isinstance(entry, str):
                     raise GlassformerError(
                         f"{where}: {entry!r} is {kind_of(entry)}, not text (quote it)"
+                    )
+                if isinstance(entry, Unquoted) and what == "expressions":
+                    raise GlassformerError(
+                        f"{where}: the expression {str(entry)!r} is a bare YAML {entry.kind}: "
+                        f'quote it ("{entry}") if it is meant as words'
                     )
         tables.append(table)
     if not tables[0]:

@@ -93,6 +93,9 @@ def test_the_shared_coffee_maker_grammar_loads_and_round_trips() -> None:
         ("- a\n- b\n", "expected a mapping with context.expressions at the top level"),
         ("just words", "not text"),
         ("", "not null"),
+        (EXPRESSIONS.format("- 12"), "the expression '12' is a bare YAML number: quote it"),
+        (EXPRESSIONS.format("- yes"), "the expression 'yes' is a bare YAML boolean: quote it"),
+        (EXPRESSIONS.format("- 1.5"), "the expression '1.5' is a bare YAML number"),
         (EXPRESSIONS.format("- ~"), "intent 'go': None is null, not text \\(quote it\\)"),
         (EXPRESSIONS.format("- 2024-01-01"), "is a date, not text"),
         (EXPRESSIONS.format("- [a, b]"), "is a list, not text"),
@@ -236,6 +239,12 @@ def test_random_yaml_as_a_grammar_gives_glassformer_error(content: str) -> None:
 @given(content=damaged_grammars())
 def test_damaged_grammars_give_glassformer_error(content: str) -> None:
     loads_or_fails_in_one_line(content.encode("utf-8", errors="surrogatepass"))
+
+
+def test_quoted_numbers_and_yes_are_expressions(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(EXPRESSIONS.format("- '12'\n      - \"yes\""))
+    assert [c.text for c in Grammar.from_yaml(path).expand()] == ["12", "yes"]
 
 
 def test_yes_no_on_off_stay_words_and_numbers_stay_text(tmp_path: Path) -> None:
