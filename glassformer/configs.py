@@ -101,10 +101,15 @@ def add_config_flags(
 ) -> None:
     """Add `--field-name` for every field of `cls` (help from its comment, default None so that
     only flags actually given override the preset and the TOML file); `aliases` adds a second
-    spelling for some fields, e.g. {"beam_size": "--beam"}."""
+    spelling for some fields, e.g. {"beam_size": "--beam"}.
+
+    The help ends with the dataclass default, which --help would otherwise not show (the flag's
+    own default is None); on a parser with --preset it adds that the preset may differ.
+    """
     import argparse
 
     comments = field_comments(cls)
+    layered = parser.get_default("preset") is not None  # a training command: presets, --config
     group = parser.add_argument_group(f"{cls.__name__} fields")
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -115,7 +120,7 @@ def add_config_flags(
         kind = FLAG_TYPES.get(f.type if isinstance(f.type, str) else f.type.__name__)
         if kind is None:
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {f.type!r}")
-        help_text = comments.get(f.name, "")
+        help_text = comments.get(f.name, "") + default_note(f, layered)
         if kind is bool:
             group.add_argument(
                 *flags,
@@ -133,6 +138,19 @@ def add_config_flags(
                 dest=f.name,
                 help=help_text,
             )
+
+
+def default_note(f: dataclasses.Field, layered: bool) -> str:
+    """' (default: 0.001; the preset may differ)' for a field's flag help."""
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return ""
+    shown = repr(value) if value == "" else str(value)
+    layers = "; the preset may differ" if layered else ""
+    return f" (default: {shown}{layers})".replace("%", "%%")  # argparse %-formats help
 
 
 def flag_overrides(args: Any, cls: type) -> dict[str, Any]:
