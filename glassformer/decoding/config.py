@@ -27,7 +27,8 @@ class DecodeConfig:
     def __post_init__(self) -> None:
         require_positive(self, "max_new_tokens", "beam_size")
         check_beam_size(self.beam_size)
-        for name in ("temperature", "top_p", "length_penalty"):
+        check_length_penalty(self.length_penalty)
+        for name in ("temperature", "top_p"):
             if not math.isfinite(getattr(self, name)):
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be a finite number")
         if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
@@ -35,8 +36,6 @@ class DecodeConfig:
                 f"need temperature >= 0, top_k >= 0, 0 < top_p <= 1; got temperature="
                 f"{self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
             )
-        if self.length_penalty < 0:
-            raise ConfigError(f"length_penalty={self.length_penalty} must be >= 0")
 
 
 def check_beam_size(beam_size: int) -> None:
@@ -45,3 +44,12 @@ def check_beam_size(beam_size: int) -> None:
         raise ConfigError(f"beam size {beam_size!r} must be an integer")
     if not 1 <= beam_size <= MAX_BEAM_SIZE:
         raise ConfigError(f"beam size {beam_size} must be between 1 and {MAX_BEAM_SIZE}")
+
+
+def check_length_penalty(length_penalty: float) -> None:
+    """Raise ConfigError unless the GNMT alpha is a finite number >= 0 (NaN would make every
+    beam's score NaN; the GNMT formula assumes alpha >= 0)."""
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
+        raise ConfigError(f"length_penalty={length_penalty!r} must be a number")
+    if not math.isfinite(length_penalty) or length_penalty < 0:
+        raise ConfigError(f"length_penalty={length_penalty!r} must be a finite number >= 0")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from glassformer.decoding.config import check_beam_size
+from glassformer.decoding.config import check_beam_size, check_length_penalty
 from glassformer.tasks.common import (
     TOKENIZER_FILE,
     load_task_checkpoint,
@@ -122,6 +122,7 @@ def translate(
     from tqdm import tqdm
 
     check_beam_size(beam_size)
+    check_length_penalty(length_penalty)
     eos = translator.target_tokenizer.special_tokens["<eos>"]
     keep = translator.model.config.max_src_len - 1  # longer sources are cut to the table
     encoded = [translator.source_tokenizer.encode(s)[:keep] + [eos] for s in sentences]
