@@ -9,9 +9,10 @@ the source files' paths, sizes and modification times, so a second run starts at
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,13 +58,24 @@ def cache_key(files: Iterable[Path], tokenizer_json: dict, val_fraction: float) 
     return digest.hexdigest()[:16]
 
 
-def write_token_file(directory: Path, id_chunks: Iterable[list[int]], dtype: np.dtype) -> int:
-    """Stream ids into directory/tokens.bin through a temporary file; returns how many."""
+def write_token_file(
+    directory: Path,
+    id_chunks: Iterable[list[int]],
+    dtype: np.dtype,
+    check: Callable[[int], None] | None = None,
+) -> int:
+    """Stream ids into directory/tokens.bin through a temporary file; returns how many.
+
+    `check(count)` runs before the file is renamed into place: if it raises, no tokens.bin
+    appears.
+    """
     count = 0
     with atomic_file(directory / TOKENS_FILE) as tmp, open(tmp, "wb") as file:
         for ids in id_chunks:  # a unique temporary name: concurrent writers are safe
             np.asarray(ids, dtype=dtype).tofile(file)
             count += len(ids)
+        if check is not None:
+            check(count)
     return count
 
 
@@ -86,13 +98,23 @@ def prepare_token_data(
     chunks = (
         tokenizer.encode_ordinary(block) for path in files for block in read_text_blocks(path)
     )
-    count = write_token_file(directory, chunks, dtype)
+
+    def check_split(count: int) -> None:
+        n_train = int(count * (1 - val_fraction))
+        if n_train < 2 or count - n_train < 2:
+            raise GlassformerError(
+                f"val_fraction={val_fraction} of {count:,} tokens leaves {n_train:,} for "
+                f"training and {count - n_train:,} for validation; each needs at least 2: "
+                "give more text or another val_fraction"
+            )
+
+    try:
+        count = write_token_file(directory, chunks, dtype, check_split)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            directory.rmdir()  # if empty: a failed run leaves no half cache entry
+        raise
     n_train = int(count * (1 - val_fraction))
-    if n_train < 2 or count - n_train < 2:
-        raise GlassformerError(
-            f"val_fraction={val_fraction} of {count:,} tokens leaves {n_train:,} for training "
-            f"and {count - n_train:,} for validation; each needs at least 2"
-        )
     tokens = np.memmap(directory / TOKENS_FILE, dtype=dtype, mode="r")
     val_bytes = len(tokenizer.decode_bytes(tokens[n_train:].tolist()))
     meta = {
