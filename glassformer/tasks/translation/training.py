@@ -108,6 +108,12 @@ class TranslationTask:
                 raise GlassformerError(f"no {split} pairs left after tokenization")
             self.encoded[split] = encoded
             lengths = [len(s) for s, _ in encoded], [len(t) - 1 for _, t in encoded]
+            longest = max(max(lengths[0]), max(lengths[1]))
+            if longest > data.max_tokens:  # as fairseq: a pair over the budget is an error
+                raise GlassformerError(
+                    f"max_tokens={data.max_tokens} is less than the longest {split} pair "
+                    f"({longest} tokens): a batch must hold at least one whole pair"
+                )
             self.batches[split] = token_batches(*lengths, data.max_tokens, shuffle=True)
 
     def get_batch(self, split: str, generator: torch.Generator) -> Batch:
