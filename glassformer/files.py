@@ -4,6 +4,7 @@
                                       on success it is renamed over `path`, on error removed
     write_text_atomically(path, s)    the common case of one text file
     write_directory_atomically(d, w)  w(tmp) fills a fresh sibling directory, renamed to d
+    check_output_file(path)           before long work: will writing `path` succeed?
 
 A crash leaves the previous version (or nothing), never half a file. Files get the mode an
 ordinary `open()` would give (0666 less the user's umask): `tempfile.mkstemp` creates them
@@ -88,3 +89,23 @@ def write_directory_atomically(directory: str | Path, write: Callable[[Path], No
         shutil.rmtree(old)
     else:
         os.replace(tmp, directory)
+
+
+def check_output_file(path: str | Path) -> None:
+    """Raise GlassformerError unless `path` can be written as a file: not a folder, and its
+    nearest existing ancestor a writable folder (atomic_file creates the folders missing).
+    Commands call it before long work whose result goes to `path`, not after."""
+    from glassformer.errors import GlassformerError
+
+    path = Path(path)
+    if path.is_dir():
+        raise GlassformerError(f"{path}: is a directory, not a file to write")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise GlassformerError(f"{path}: not writable")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise GlassformerError(f"{path}: cannot be written, {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise GlassformerError(f"{path}: cannot be written, {folder} is not writable")

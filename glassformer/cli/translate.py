@@ -76,16 +76,19 @@ def cmd_translate(args: argparse.Namespace) -> None:
 
 
 def evaluate_translation_command(args: argparse.Namespace) -> None:
+    from glassformer.files import check_output_file, write_text_atomically
     from glassformer.tasks.translation.inference import evaluate_translation, load_translator
 
     if not (args.src and args.ref):
         raise GlassformerError("a translation model is evaluated with --src FILE --ref FILE")
+    if args.hypotheses:
+        check_output_file(args.hypotheses)  # before translating, not after
     translator = load_translator(args.checkpoint, args.device)
     rows, scores = evaluate_translation(
         translator, Path(args.src), Path(args.ref), args.beam, progress=sys.stderr.isatty()
     )
     if args.hypotheses:
-        Path(args.hypotheses).write_text("".join(h + "\n" for _, _, h in rows), encoding="utf-8")
+        write_text_atomically(args.hypotheses, "".join(h + "\n" for _, _, h in rows))
     print(f"{scores['sentences']} sentences, beam {args.beam}")
     print(f"BLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
     print(f"chrF {scores['chrf']:.2f}  ({scores['chrf_signature']})")
