@@ -109,12 +109,13 @@ def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> None:
-    from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe
+    from glassformer.decoding.config import check_beam_size
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
 
+    check_beam_size(args.beam)
     speech = load_speech_model(args.checkpoint, args.device)
     for path in args.audio:
-        result = transcribe(speech, load_audio(path), args.beam, args.constrain, args.reject_below)
+        result = transcribe_file(speech, path, args.beam, args.constrain, args.reject_below)
         if args.json:
             print(json.dumps({"file": path, **result.__dict__}))
         else:

@@ -110,6 +110,8 @@ def read_labels(path: Path, grammar: Grammar) -> dict[str, dict]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise GlassformerError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    if not text.strip():
+        raise GlassformerError(f"{path}: empty file, no labels in it")
     if path.suffix == ".json":
         labels = read_json_labels(path, text)
     else:

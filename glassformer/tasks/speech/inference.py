@@ -83,6 +83,8 @@ def transcribe(
     from glassformer.decoding.search import beam_search
 
     check_beam_size(beam_size)
+    if not waveform.any():
+        raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
     model, tokenizer = speech.model, speech.tokenizer
     pad, bos, eos = special_ids(tokenizer)
     waveform = trim_silence(waveform)
@@ -123,6 +125,24 @@ def transcribe(
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence)
     return Transcript(command.text, command.intent, command.slots, confidence)
+
+
+def transcribe_file(
+    speech: SpeechModel,
+    path: str | Path,
+    beam_size: int = 4,
+    constrain: bool = False,
+    reject_below: float = REJECT_BELOW,
+) -> Transcript:
+    """transcribe() on an audio file; every error about the clip names the file."""
+    from glassformer.audio.io import load_audio
+
+    check_beam_size(beam_size)  # a bad flag, not a bad file
+    waveform = load_audio(path)  # its errors name the file already
+    try:
+        return transcribe(speech, waveform, beam_size, constrain, reject_below)
+    except GlassformerError as error:
+        raise GlassformerError(f"{path}: {error}") from None
 
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
@@ -196,15 +216,14 @@ def evaluate_speech(
     reject_below: float = REJECT_BELOW,
 ) -> tuple[list[Scored], dict]:
     """Transcribe every labelled file of audio_dir; per-file results and the summary."""
-    from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.data import read_labels
 
+    check_beam_size(beam_size)
     labels = read_labels(labels_path, speech.grammar)
     if not audio_dir.is_dir():
         raise GlassformerError(f"{audio_dir}: no such directory")
     scored = []
     for name, label in sorted(labels.items()):
-        waveform = load_audio(audio_dir / name)
-        transcript = transcribe(speech, waveform, beam_size, constrain, reject_below)
+        transcript = transcribe_file(speech, audio_dir / name, beam_size, constrain, reject_below)
         scored.append(Scored(name, label["text"], transcript, is_accepted(transcript, label)))
     return scored, summarize(scored)
