@@ -112,10 +112,10 @@ def read_header(directory: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{directory}: no such checkpoint directory{extra}")
     path = directory / CONFIG_FILE
     try:
-        header = json.loads(path.read_text())
+        header = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # bad JSON, not UTF-8, a 5000-digit number
         raise CheckpointError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
@@ -123,7 +123,7 @@ def read_header(directory: str | Path) -> dict[str, Any]:
     version = header.get("format_version")
     if version != FORMAT_VERSION:
         raise CheckpointError(f"{path}: format_version={version!r}, expected {FORMAT_VERSION}")
-    if header.get("kind") not in MODELS:
+    if not isinstance(header.get("kind"), str) or header["kind"] not in MODELS:
         raise CheckpointError(f"{path}: kind={header.get('kind')!r} is not one of {list(MODELS)}")
     config_class = MODELS[header["kind"]][0]
     try:
