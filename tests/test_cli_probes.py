@@ -1,0 +1,293 @@
+"""Bad input, command by command: one line `glassformer: error: ...` naming the problem, exit
+status 2, no traceback, and nothing left behind in the output folder or the runs read.
+
+Each row is (argv, expected part of the error line). Placeholders in the argv: {lm}, {speech},
+{translation} (tiny runs trained once per module), {speech_data} (its `voice synth` dataset),
+{clip} (one of its clips), {nofeatures} (a speech checkpoint whose config.json lacks
+"features"), {in} (input files, made once) and {out} (this test's output folder).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from glassformer.cli import build_parser, main
+from glassformer.configs import add_config_flags
+
+HAS_ESPEAK = shutil.which("espeak-ng") is not None
+HAS_CUDA = torch.cuda.is_available()
+TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 30
+WORDS = ["red", "green", "blue", "cat", "dog", "sun", "moon", "tree"]
+GRAMMAR = 'context:\n  expressions:\n    stop:\n      - "stop"\n      - "halt now"\n'
+
+
+def reversal_pairs(count: int) -> list[tuple[str, str]]:
+    rng = random.Random(0)
+    pairs = []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
+        pairs.append((" ".join(words), " ".join(reversed(words))))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("probes")
+
+
+@pytest.fixture(scope="module")
+def inputs(root: Path) -> Path:
+    """Every input file a row names, good and bad."""
+    import soundfile
+
+    folder = root / "in"
+    folder.mkdir()
+    files = {
+        "corpus.txt": TEXT,
+        "tiny.txt": "To be, or not to be, that is the question.\n",
+        "seven.txt": "To be.\n",
+        "a.en": "one\ntwo\nthree\n",
+        "b.de": "eins\nzwei\n",
+        "src.txt": "red cat\nsun moon\n",
+        "ref.txt": "cat red\nmoon sun\n",
+        "pairs.tsv": "".join(f"{s}\t{t}\n" for s, t in reversal_pairs(120)),
+        "list.json": '["a.wav", "b.wav"]',
+        "strings.json": '{"a.wav": "stop"}',
+        "empty.json": "",
+        "invalid.json": '{"a.wav": ',
+        "invalid.toml": "[train\nsteps = ",
+        "table.toml": "[optimizer]\nlr = 0.1\n",
+        "key.toml": "[train]\nstepz = 3\n",
+        "text.wav": "this is not audio\n",
+        "numbers.yaml": "context:\n  expressions:\n    count:\n      - 1\n      - 2\n",
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    (folder / "latin1.json").write_bytes('{"a.wav": {"intent": "Grüße"}}'.encode("latin-1"))
+    soundfile.write(folder / "silence.wav", np.zeros(16_000, np.float32), 16_000)
+    soundfile.write(folder / "tone.wav", np.sin(np.arange(16_000) / 3.0) * 0.3, 16_000)
+    (folder / "truncated.wav").write_bytes((folder / "tone.wav").read_bytes()[:30])
+    config_files = {"garbage": bytes(range(256)) * 4, "latin1": '{"é": 1}'.encode("latin-1")}
+    for name, data in config_files.items():
+        (folder / name).mkdir()
+        (folder / name / "config.json").write_bytes(data)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lm(root: Path, inputs: Path) -> Path:
+    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+    from glassformer.tasks.lm.training import train_lm
+    from glassformer.train.config import TrainConfig
+
+    model, train = LM_PRESETS["tiny"].model, LM_PRESETS["tiny"].train
+    config = TrainConfig(**{**train, "steps": 4, "eval_every": 4, "device": "cpu"})
+    data = LMDataConfig(block_size=16)
+    train_lm([inputs / "corpus.txt"], model, config, data, root / "lm", progress=False)
+    return root / "lm"
+
+
+@pytest.fixture(scope="module")
+def translation(root: Path) -> Path:
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.tasks.translation.training import train_translation
+    from glassformer.train.config import TrainConfig
+
+    model, train, data = TRANSLATION_PRESETS["tiny"].tables()
+    config = TrainConfig(**{**train, "steps": 4, "eval_every": 4, "device": "cpu"})
+    out = root / "translation"
+    train_translation(
+        reversal_pairs(200), None, model, config, TranslationDataConfig(**data), out, progress=False
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def speech_data(root: Path) -> Path:
+    if not HAS_ESPEAK:
+        pytest.skip("espeak-ng is installed by `make setup`")
+    grammar = root / "grammar.yaml"
+    grammar.write_text(GRAMMAR)
+    data = root / "speech_data"
+    synth = ["voice", "synth", "--grammar", str(grammar), "--out", str(data), "--count", "6"]
+    assert main(synth) == 0
+    return data
+
+
+@pytest.fixture(scope="module")
+def speech(root: Path, speech_data: Path) -> Path:
+    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+    from glassformer.tasks.speech.training import train_speech
+    from glassformer.train.config import TrainConfig
+
+    model, train = SPEECH_PRESETS["tiny"].model, SPEECH_PRESETS["tiny"].train
+    config = TrainConfig(**{**train, "steps": 2, "eval_every": 2, "device": "cpu"})
+    data = SpeechDataConfig(bpe_vocab_size=280, spec_augment=False)
+    out = root / "speech"
+    train_speech(root / "grammar.yaml", speech_data, model, config, data, out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def clip(speech_data: Path) -> Path:
+    return next(speech_data.rglob("*.wav"))
+
+
+@pytest.fixture(scope="module")
+def nofeatures(root: Path, speech: Path) -> Path:
+    from glassformer.train.checkpoint import resolve_checkpoint
+
+    copy = root / "nofeatures"
+    shutil.copytree(resolve_checkpoint(speech), copy)
+    header = json.loads((copy / "config.json").read_text())
+    del header["features"]
+    (copy / "config.json").write_text(json.dumps(header))
+    return copy
+
+
+SPEECH = ["transcribe", "{speech}", "{clip}"]
+TRANSLATE = ["translate", "{translation}", "red cat"]
+EVALUATE_T = ["evaluate", "{translation}", "--src", "{in}/src.txt", "--ref", "{in}/ref.txt"]
+EVALUATE_S = ["evaluate", "{speech}", "--audio-dir", "{speech_data}", "--labels"]
+TRAIN_LM = ["train", "lm", "--preset", "tiny", "--out", "{out}/run", "--steps", "2"]
+CORPUS = ["--data", "{in}/corpus.txt"]
+TRAIN_T = ["train", "translation", "--preset", "tiny", "--out", "{out}/run", "--steps", "2"]
+SYNTH = ["voice", "synth", "--out", "{out}/data"]
+TOKENIZER = ["tokenizer", "train", "{in}/corpus.txt", "--vocab-size", "300", "--out"]
+NOT_A_DEVICE = "not a device"
+NO_CUDA = "CUDA is not available"
+ROWS = [
+    ([*SPEECH, "--beam", "0"], "beam size 0"),
+    ([*SPEECH, "--beam", "-1"], "beam size -1"),
+    ([*SPEECH, "--beam", "100000"], "beam size 100000"),
+    ([*TRANSLATE, "--beam", "0"], "beam size 0"),
+    ([*TRANSLATE, "--beam", "100000"], "beam size 100000"),
+    ([*EVALUATE_T, "--beam", "100000"], "beam size 100000"),
+    ([*SPEECH, "--device", "banana"], NOT_A_DEVICE),
+    ([*SPEECH, "--device", "cuda"], NO_CUDA),
+    ([*TRANSLATE, "--device", "banana"], NOT_A_DEVICE),
+    ([*TRANSLATE, "--device", "cuda"], NO_CUDA),
+    (["generate", "{lm}", "--device", "banana"], NOT_A_DEVICE),
+    (["generate", "{lm}", "--device", "cuda"], NO_CUDA),
+    ([*TRAIN_LM, *CORPUS, "--device", "banana"], "device='banana'"),
+    ([*TRAIN_LM, *CORPUS, "--device", "cuda"], NO_CUDA),
+    (["generate", "{lm}", "--temperature", "nan"], "temperature=nan"),
+    (["generate", "{lm}", "--top-p", "0"], "top_p=0"),
+    ([*TRANSLATE, "--length-penalty", "nan"], "length_penalty=nan"),
+    ([*TRANSLATE, "--length-penalty", "-1"], "length_penalty=-1"),
+    ([*EVALUATE_S, "{in}/list.json"], "expected a JSON object"),
+    ([*EVALUATE_S, "{in}/strings.json"], "should map to {intent, slots}"),
+    ([*EVALUATE_S, "{in}/empty.json"], "empty.json: empty file"),
+    ([*EVALUATE_S, "{in}/invalid.json"], "not valid JSON"),
+    ([*EVALUATE_S, "{in}/latin1.json"], "not UTF-8"),
+    (["transcribe", "{nofeatures}", "{clip}"], 'no "features" settings'),
+    ([*TRAIN_LM, *CORPUS, "--val-fraction", "0"], "val_fraction=0"),
+    ([*TRAIN_LM, "--data", "{in}/tiny.txt"], "too few for one block"),
+    ([*TRAIN_LM, "--data", "{in}/seven.txt"], "val_fraction=0.1 of 7 tokens"),
+    ([*TRAIN_LM, *CORPUS, "--lr", "nan"], "lr=nan"),
+    ([*TRAIN_T, "--src", "{in}/a.en", "--tgt", "{in}/b.de"], "misaligned"),
+    ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--max-tokens", "1"], "max_tokens=1"),
+    ([*EVALUATE_T, "--hypotheses", "{out}/folder"], "folder: is a directory"),
+    ([*EVALUATE_T, "--hypotheses", "{in}/src.txt/h.txt"], "src.txt is not a folder"),
+    (  # checked before the source is even read: before translating
+        ["evaluate", "{translation}", "--src", "{in}/none", "--ref", "{in}/none"]
+        + ["--hypotheses", "{out}/folder"],
+        "folder: is a directory",
+    ),
+    (["transcribe", "{speech}", "{in}/silence.wav"], "silence.wav"),
+    (["transcribe", "{speech}", "{in}/missing.wav"], "missing.wav: no such audio file"),
+    (["transcribe", "{speech}", "{in}/text.wav"], "text.wav: not a readable audio file"),
+    (["transcribe", "{speech}", "{in}/truncated.wav"], "truncated.wav"),
+    (["generate", "{lm}", "--temprature", "1"], "unrecognized arguments: --temprature"),
+    (["transcribe", "{speech}", "{clip}", "--bem", "2"], "unrecognized arguments: --bem"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/invalid.toml"], "not valid TOML"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/table.toml"], "unknown table(s) ['optimizer']"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/key.toml"], "unknown TrainConfig field(s): stepz"),
+    (["info", "{in}/garbage"], "not valid JSON"),
+    (["info", "{in}/latin1"], "not valid JSON"),
+    ([*SYNTH, "--count", "0"], "--count 0"),
+    ([*SYNTH, "--count", "-1"], "--count -1"),
+    ([*SYNTH, "--count", "2", "--grammar", "{in}/numbers.yaml"], "numbers.yaml"),
+    ([*TOKENIZER, "{out}/tok.json", "--special", ""], "--special"),
+    ([*TOKENIZER, "{out}/tok.json", "--pattern", "("], "--pattern"),
+]
+PLACEHOLDERS = ["lm", "speech", "translation", "speech_data", "clip", "nofeatures"]
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def cache_is_whole(cache: Path) -> bool:
+    """Every prepared token cache entry is complete (a failed run leaves no half entry)."""
+    return all((d / "meta.json").is_file() for d in cache.glob("lm/*"))
+
+
+@pytest.mark.parametrize(("argv", "expected"), ROWS, ids=[" ".join(a) for a, _ in ROWS])
+def test_bad_input_is_one_line_and_leaves_nothing_behind(
+    argv: list[str],
+    expected: str,
+    request: pytest.FixtureRequest,
+    root: Path,
+    inputs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if "cuda" in argv and HAS_CUDA:
+        pytest.skip("this machine has CUDA: --device cuda is not an error here")
+    swap = {"{in}": str(inputs), "{out}": str(tmp_path / "out")}
+    for name in PLACEHOLDERS:
+        if any("{" + name + "}" in word for word in argv):
+            swap["{" + name + "}"] = str(request.getfixturevalue(name))
+    for key, value in swap.items():
+        argv = [word.replace(key, value) for word in argv]
+    (tmp_path / "out" / "folder").mkdir(parents=True)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GLASSFORMER_CACHE", str(cache))
+    before, before_root = listing(tmp_path / "out"), listing(root)
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's usage errors
+        status = exit_.code
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "Traceback" not in err
+    lines, prefix = err.splitlines(), "glassformer: error: "
+    if lines[0].startswith("usage:"):  # argparse: the subcommand's usage, then its error line
+        prefix = f"glassformer {argv[0]}: error: "
+        assert lines[0].startswith(f"usage: glassformer {argv[0]} "), err
+        lines = [line for line in lines if not line.startswith(" ")][1:]  # usage may wrap
+    assert len(lines) == 1, err
+    assert lines[0].startswith(prefix) and expected in lines[0], err
+    assert listing(tmp_path / "out") == before, "files left behind"
+    assert listing(root) == before_root, "files left behind in the inputs or runs"
+    assert cache_is_whole(cache), listing(cache)
+
+
+def test_config_flags_show_the_dataclass_default_in_help(capsys: pytest.CaptureFixture) -> None:
+    import argparse
+
+    from glassformer.cli import HelpFormatter
+    from glassformer.train.config import TrainConfig
+
+    parser = argparse.ArgumentParser(prog="x", formatter_class=HelpFormatter)
+    add_config_flags(parser, TrainConfig)
+    text = " ".join(parser.format_help().split())
+    assert "peak learning rate" in text and "(default: 0.001" in text
+    assert "(default: cosine" in text and "(default: False" in text
+    assert parser.parse_args([]).lr is None, "an unset flag must not override the preset"
+    for argv in (["train", "lm"], ["generate"], ["translate"], ["transcribe"], ["evaluate"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([*argv, "--help"])
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert "(default:" in help_text, argv
+    assert "--beam BEAM beam size (translation) (default: 4)" in help_text
