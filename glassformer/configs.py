@@ -188,13 +188,15 @@ def run_settings(
     out: Any,
     resume: bool,
     derived: Iterable[str] = (),
+    classes: Mapping[str, type] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The fields of a training run's [model], [train] and [data] tables, layered in order:
     the preset's tables, or when resuming the saved run's settings from
     OUT/last/config.json (so the same model is rebuilt); then the TOML file; then flags.
 
     `derived` names model fields the data decides (e.g. the vocabulary size): they are
-    dropped from the saved settings and refused in the TOML file.
+    dropped from the saved settings and refused in the TOML file. `classes` maps each table
+    to its config class, so that an unknown key in the TOML file is an error naming the file.
     """
     import json
     from pathlib import Path
@@ -207,6 +209,10 @@ def run_settings(
     given = sorted(derived & set(toml["model"]))
     if given:
         raise GlassformerError(f"{', '.join(given)} come(s) from the data; remove from [model]")
+    for table, cls in (classes or {}).items():
+        unknown = sorted(set(toml[table]) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise GlassformerError(f"{toml_path}: [{table}] has unknown key(s) {unknown}")
     if resume:
         saved_path = Path(out) / "last" / "config.json"
         if not saved_path.is_file():
@@ -252,3 +258,29 @@ def check_presets(presets: Mapping[str, Preset], model: type, train: type, data:
 def preset_help(presets: Mapping[str, Preset]) -> str:
     """'tiny: ...; baby: ...' for a --preset flag's help."""
     return "; ".join(f"{name}: {preset.summary}" for name, preset in presets.items())
+
+
+def resolve_run(
+    preset: Preset,
+    classes: tuple[type, type, type],
+    toml_path: str | None,
+    args: Any,
+    out: Any,
+    resume: bool,
+    derived: Mapping[str, Any],
+) -> tuple[dict[str, Any], Any, Any]:
+    """A training run's settings: model fields, the TrainConfig and the task's data config.
+
+    Layered as run_settings describes (preset or saved run, TOML, flags given in `args`);
+    every table is validated before any data is read. `derived` maps the model fields the
+    data decides (vocabulary sizes, feature width) to placeholder values used only for that
+    validation; they are left out of the returned model fields.
+    """
+    model_cls, train_cls, data_cls = classes
+    tables = dict(zip(("model", "train", "data"), classes, strict=True))
+    flags = {table: flag_overrides(args, cls) for table, cls in tables.items()}
+    fields = run_settings(preset, toml_path, flags, out, resume, derived, tables)
+    model_fields = {k: v for k, v in fields["model"].items() if k not in derived}
+    config_from_dict(model_cls, {**model_fields, **derived})  # a bad model setting fails now
+    train_config = config_from_dict(train_cls, fields["train"])
+    return model_fields, train_config, config_from_dict(data_cls, fields["data"])

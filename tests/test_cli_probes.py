@@ -209,7 +209,10 @@ ROWS = [
     (["transcribe", "{speech}", "{clip}", "--bem", "2"], "unrecognized arguments: --bem"),
     ([*TRAIN_LM, *CORPUS, "--config", "{in}/invalid.toml"], "not valid TOML"),
     ([*TRAIN_LM, *CORPUS, "--config", "{in}/table.toml"], "unknown table(s) ['optimizer']"),
-    ([*TRAIN_LM, *CORPUS, "--config", "{in}/key.toml"], "unknown TrainConfig field(s): stepz"),
+    (
+        [*TRAIN_LM, *CORPUS, "--config", "{in}/key.toml"],
+        "key.toml: [train] has unknown key(s) ['stepz']",
+    ),
     (["info", "{in}/garbage"], "not valid JSON"),
     (["info", "{in}/latin1"], "not valid JSON"),
     ([*SYNTH, "--count", "0"], "--count 0"),

@@ -17,18 +17,23 @@ def config_text(title: str, config: object) -> str:
 
 
 def cmd_train_lm(args: argparse.Namespace) -> None:
-    from glassformer.configs import flag_overrides
+    from glassformer.configs import resolve_run
     from glassformer.corpora import shakespeare_files
     from glassformer.models.configs import GPTConfig
-    from glassformer.tasks.lm.config import LMDataConfig
-    from glassformer.tasks.lm.training import resolve_lm_settings, train_lm
+    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+    from glassformer.tasks.lm.training import train_lm
     from glassformer.train.config import TrainConfig
 
     files = [Path(f) for f in args.data] if args.data else shakespeare_files()
     out = Path(args.out)
-    flags = {cls: flag_overrides(args, cls) for cls in (GPTConfig, TrainConfig, LMDataConfig)}
-    model_fields, train_config, data_config = resolve_lm_settings(
-        args.preset, args.config, flags, out, args.resume
+    model_fields, train_config, data_config = resolve_run(
+        LM_PRESETS[args.preset],
+        (GPTConfig, TrainConfig, LMDataConfig),
+        args.config,
+        args,
+        out,
+        args.resume,
+        derived={"vocab_size": 1},
     )
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)  # torchrun: rank 0
     resuming = " (resuming)" if args.resume else ""

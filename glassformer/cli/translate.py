@@ -12,7 +12,7 @@ from glassformer.errors import GlassformerError
 
 
 def cmd_train_translation(args: argparse.Namespace) -> None:
-    from glassformer.configs import config_from_dict, flag_overrides, run_settings
+    from glassformer.configs import resolve_run
     from glassformer.models.configs import Seq2SeqConfig
     from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
     from glassformer.tasks.translation.data import read_parallel
@@ -20,17 +20,21 @@ def cmd_train_translation(args: argparse.Namespace) -> None:
     from glassformer.train.config import TrainConfig
 
     out = Path(args.out)
-    flags = {
-        "model": flag_overrides(args, Seq2SeqConfig),
-        "train": flag_overrides(args, TrainConfig),
-        "data": flag_overrides(args, TranslationDataConfig),
-    }
-    derived = ["src_vocab_size", "tgt_vocab_size", "share_embeddings", "source", "n_features"]
-    fields = run_settings(
-        TRANSLATION_PRESETS[args.preset], args.config, flags, out, args.resume, derived
+    model_fields, train_config, data_config = resolve_run(
+        TRANSLATION_PRESETS[args.preset],
+        (Seq2SeqConfig, TrainConfig, TranslationDataConfig),
+        args.config,
+        args,
+        out,
+        args.resume,
+        derived={
+            "src_vocab_size": 1,
+            "tgt_vocab_size": 1,
+            "share_embeddings": False,
+            "source": "tokens",
+            "n_features": 0,
+        },
     )
-    train_config = config_from_dict(TrainConfig, fields["train"])
-    data_config = config_from_dict(TranslationDataConfig, fields["data"])
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
     corpus = read_parallel(args.data, args.src, args.tgt, max_chars=data_config.max_chars)
     say(f"# glassformer train translation: {corpus.summary()} -> {out}")
@@ -44,7 +48,7 @@ def cmd_train_translation(args: argparse.Namespace) -> None:
     result = train_translation(
         corpus.pairs,
         valid,
-        fields["model"],
+        model_fields,
         train_config,
         data_config,
         out,

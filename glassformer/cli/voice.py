@@ -34,7 +34,7 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
 def cmd_train_speech(args: argparse.Namespace) -> None:
     import dataclasses
 
-    from glassformer.configs import config_from_dict, flag_overrides, run_settings
+    from glassformer.configs import resolve_run
     from glassformer.models.configs import SpeechConfig
     from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
     from glassformer.tasks.speech.training import train_speech
@@ -56,16 +56,21 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     preset = SPEECH_PRESETS[args.preset]
     if noise_dir:
         preset = dataclasses.replace(preset, data={**preset.data, "noise_dir": noise_dir})
-    flags = {
-        "model": flag_overrides(args, SpeechConfig),
-        "train": flag_overrides(args, TrainConfig),
-        "data": flag_overrides(args, SpeechDataConfig),
-    }
-    derived = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "ctc_head"]
-    fields = run_settings(preset, args.config, flags, out, args.resume, derived)
-    model_fields = fields["model"]
-    train_config = config_from_dict(TrainConfig, fields["train"])
-    data_config = config_from_dict(SpeechDataConfig, fields["data"])
+    model_fields, train_config, data_config = resolve_run(
+        preset,
+        (SpeechConfig, TrainConfig, SpeechDataConfig),
+        args.config,
+        args,
+        out,
+        args.resume,
+        derived={
+            "tgt_vocab_size": 1,
+            "src_vocab_size": 0,
+            "source": "features",
+            "n_features": 1,
+            "ctc_head": True,
+        },
+    )
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
     say(f"# glassformer train speech: {grammar_path}, data {data_dir} -> {out}")
     result = train_speech(

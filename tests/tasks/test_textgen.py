@@ -129,7 +129,7 @@ def test_cli_train_resume_generate_evaluate(
     ("extra", "message"),
     [
         (["--data", "/nonexistent.txt"], "no such file"),
-        (["--config", "RUN"], "unknown TrainConfig field(s): stepz"),
+        (["--config", "RUN"], "[train] has unknown key(s) ['stepz']"),
         (["--n-heads", "3"], "d_model=32 is not divisible by n_heads=3"),
         (["--resume"], "no checkpoint to resume from"),
         (["--block-size", "100"], "block_size=100 exceeds max_len=64"),

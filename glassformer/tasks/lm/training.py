@@ -21,33 +21,13 @@ from glassformer.errors import GlassformerError
 from glassformer.models.configs import GPTConfig
 from glassformer.models.gpt import GPT
 from glassformer.tasks.common import TOKENIZER_FILE
-from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
+from glassformer.tasks.lm.config import LMDataConfig
 from glassformer.tasks.lm.data import load_or_train_tokenizer
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.config import TrainConfig
 from glassformer.train.data import TokenData, prepare_token_data, sample_blocks
 from glassformer.train.loop import Batch, TrainResult, train
 from glassformer.train.losses import token_cross_entropy
-
-
-def resolve_lm_settings(
-    preset: str, toml_path: str | None, flags: dict[type, dict[str, Any]], out: Path, resume: bool
-) -> tuple[dict[str, Any], TrainConfig, LMDataConfig]:
-    """Model fields (all but vocab_size, which the tokenizer decides), TrainConfig and
-    LMDataConfig, layered as configs.run_settings describes. Unknown keys are errors."""
-    from glassformer.configs import config_from_dict, run_settings
-
-    by_table = {
-        "model": flags.get(GPTConfig, {}),
-        "train": flags.get(TrainConfig, {}),
-        "data": flags.get(LMDataConfig, {}),
-    }
-    fields = run_settings(
-        LM_PRESETS[preset], toml_path, by_table, out, resume, derived=["vocab_size"]
-    )
-    config_from_dict(GPTConfig, {"vocab_size": 1, **fields["model"]})  # validate before the data
-    train_config = config_from_dict(TrainConfig, fields["train"])
-    return fields["model"], train_config, config_from_dict(LMDataConfig, fields["data"])
 
 
 class LanguageModelTask:
