@@ -136,13 +136,14 @@ def speech_maps(directory: Path, audio: str | Path) -> dict[str, AttentionMaps]:
     from glassformer.audio.augment import trim_silence
     from glassformer.audio.features import SAMPLE_RATE, compute_features
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe
+    from glassformer.tasks.common import special_ids
+    from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
 
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
     speech = load_speech_model(directory)
     model, tokenizer = speech.model, speech.tokenizer
-    heard = transcribe(speech, waveform, beam_size=1).text
-    bos, eos = tokenizer.special_tokens["<bos>"], tokenizer.special_tokens["<eos>"]
+    heard = transcribe_file(speech, audio, beam_size=1).text  # its errors name the file
+    _, bos, eos = special_ids(tokenizer)
     written = tokenizer.encode(heard)[: model.config.max_tgt_len - 2]  # re-encoded may be longer
     ids = [bos, *written, eos]
     trimmed = trim_silence(waveform)  # what transcribe() encoded
