@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from glassformer.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads: the suite must not crawl beside a busy core
+
 import random
 
 import numpy as np

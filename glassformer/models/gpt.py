@@ -4,8 +4,8 @@ Tokens are embedded, positions added, then n_layers decoder blocks without cross
 (each position attends only to itself and earlier positions), a final norm, and a de-embedding
 to one score per vocabulary word. Trained to predict each next token, it completes sequences.
 
-Also here: the GPTConfig presets (tiny, GPT-2 small) and the conversion of a Hugging Face GPT-2
-state dict into this model (a pure function; nothing is downloaded).
+Also here: the conversion of a Hugging Face GPT-2 state dict into this model (a pure
+function; nothing is downloaded). The config, GPTConfig, lives in models/configs.py.
 """
 
 from __future__ import annotations
