@@ -3,6 +3,7 @@
     read_text_blocks(path)         the file's text in blocks cut at safe boundaries
     split_at_safe_boundaries(t, n) where those cuts go: after a newline followed by a letter
     require_files(paths)           every path is a file, else one error naming the first that isn't
+    read_utf8(path, kind)          a small file's whole text, with one-line errors naming it
 
 Text is decoded strictly: a file that is not UTF-8 is one GlassformerError naming the file and
 the byte offset of the first bad byte, never a silently replaced character. Line endings are
@@ -87,6 +88,27 @@ def read_text_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES) -> Iterat
         yield from ready
     if pending:
         yield pending
+
+
+def read_utf8(path: str | Path, kind: str) -> str:
+    """The whole text of a small file (a grammar, a tokenizer, labels), strictly decoded.
+
+    Example: read_utf8("g.yaml", "grammar") on a missing file raises
+    GlassformerError("g.yaml: no such grammar file").
+
+    Raises:
+        GlassformerError: the file is missing, a directory, or not UTF-8 (with the offset).
+    """
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise GlassformerError(f"{path}: no such {kind} file") from None
+    except IsADirectoryError:
+        raise GlassformerError(f"{path}: is a directory, not a {kind} file") from None
+    except UnicodeDecodeError as error:
+        raise GlassformerError(
+            f"{path}: not UTF-8 text (byte offset {error.start}: {error.reason})"
+        ) from None
 
 
 def require_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -1,4 +1,6 @@
-"""Weight-copy helpers for parity tests: put the same numbers into our modules and torch's.
+"""Helpers shared by tests: weight copies for parity tests, and a tiny translation task.
+
+Weight copies put the same numbers into our modules and torch's.
 
 torch.nn.MultiheadAttention fuses q/k/v into one in_proj of shape (3D, D); ours keeps
 q_proj, k_proj, v_proj separate, so the copy splits it with chunk(3). Layer names map as:
@@ -11,6 +13,8 @@ q_proj, k_proj, v_proj separate, so the copy splits it with chunk(3). Layer name
 """
 
 from __future__ import annotations
+
+import random
 
 import torch
 from torch import nn
@@ -75,3 +79,16 @@ Emoji too: 🎉🎉 👍🏽 ❤️ 👨‍👩‍👧 — and tabs\tand   space
 
 and CRLF\r\nlines. Naïve café résumé coöperate.   <eos> is just text here.
 """
+
+
+WORDS = ["red", "green", "blue", "cat", "dog", "sun", "moon", "tree"]
+
+
+def reversal_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Pairs of 2-4 words and the same words reversed: a task a tiny model learns fast."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
+        pairs.append((" ".join(words), " ".join(reversed(words))))
+    return pairs

@@ -10,7 +10,6 @@ Each row is (argv, expected part of the error line). Placeholders in the argv: {
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -20,21 +19,12 @@ import torch
 
 from glassformer.cli import build_parser, main
 from glassformer.configs import add_config_flags
+from tests.helpers import reversal_pairs
 
 HAS_ESPEAK = shutil.which("espeak-ng") is not None
 HAS_CUDA = torch.cuda.is_available()
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 30
-WORDS = ["red", "green", "blue", "cat", "dog", "sun", "moon", "tree"]
 GRAMMAR = 'context:\n  expressions:\n    stop:\n      - "stop"\n      - "halt now"\n'
-
-
-def reversal_pairs(count: int) -> list[tuple[str, str]]:
-    rng = random.Random(0)
-    pairs = []
-    for _ in range(count):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
-        pairs.append((" ".join(words), " ".join(reversed(words))))
-    return pairs
 
 
 @pytest.fixture(scope="module")

@@ -86,6 +86,7 @@ def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
 
 def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     """Encoder, decoder and cross-attention for the text and its greedy translation."""
+    from glassformer.tasks.common import special_ids
     from glassformer.tasks.translation.inference import load_translator, translate_batch
 
     translator = load_translator(directory)
@@ -94,7 +95,7 @@ def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
         translator.source_tokenizer,
         translator.target_tokenizer,
     )
-    bos, eos = target_tok.special_tokens["<bos>"], target_tok.special_tokens["<eos>"]
+    _, bos, eos = special_ids(target_tok)
     source = source_tok.encode(text)[: model.config.max_src_len - 1] + [eos]
     if len(source) < 2:
         raise GlassformerError("--text is empty: nothing to translate")

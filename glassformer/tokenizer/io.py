@@ -27,6 +27,7 @@ from typing import Any
 
 from glassformer.errors import GlassformerError
 from glassformer.files import write_text_atomically
+from glassformer.textfiles import read_utf8
 from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.char import CharTokenizer
@@ -40,17 +41,9 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
             or not a valid glassformer tokenizer (wrong structure or values).
     """
     path = Path(path)
+    text = read_utf8(path, "tokenizer")
     try:
-        text = path.read_bytes().decode("utf-8")
         document = json.loads(text)
-    except FileNotFoundError:
-        raise GlassformerError(f"{path}: no such tokenizer file") from None
-    except IsADirectoryError:
-        raise GlassformerError(f"{path}: is a directory, not a tokenizer file") from None
-    except UnicodeDecodeError as error:
-        raise GlassformerError(
-            f"{path}: not UTF-8 text (byte offset {error.start}: {error.reason})"
-        ) from None
     except json.JSONDecodeError as error:
         raise GlassformerError(f"{path}: not valid JSON ({error})") from None
     except RecursionError:

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
+from glassformer.textfiles import read_utf8
 
 CLOSING = {"(": ")", "[": "]"}  # the two kinds of group: optional words, alternatives
 SLOT = re.compile(r"[A-Za-z0-9_]+:[A-Za-z0-9_]+")  # what follows "$" in a slot reference
@@ -79,16 +80,7 @@ def read_grammar_file(path: Path) -> tuple[object, object]:
         GlassformerError: the file is missing, unreadable, not UTF-8, not YAML, or has no
             `context.expressions` mapping.
     """
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise GlassformerError(f"{path}: no such grammar file") from None
-    except IsADirectoryError:
-        raise GlassformerError(f"{path}: is a directory, not a grammar file") from None
-    except UnicodeDecodeError as error:
-        raise GlassformerError(
-            f"{path}: not UTF-8 text (byte offset {error.start}: {error.reason})"
-        ) from None
+    text = read_utf8(path, "grammar")
     try:
         document = load_yaml_strings(text)
     except ValueError as error:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -21,17 +20,7 @@ from glassformer.tasks.translation.inference import (
 )
 from glassformer.tasks.translation.training import train_translation
 from glassformer.train.config import TrainConfig
-
-WORDS = ["red", "green", "blue", "cat", "dog", "sun", "moon", "tree"]
-
-
-def reversal_pairs(count: int, seed: int) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(count):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
-        pairs.append((" ".join(words), " ".join(reversed(words))))
-    return pairs
+from tests.helpers import reversal_pairs
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from glassformer.audio.features import FeatureConfig, compute_features
 from glassformer.errors import GlassformerError
 from glassformer.tasks.common import SPECIAL_TOKENS
 from glassformer.tasks.speech.config import SpeechDataConfig
+from glassformer.textfiles import read_utf8
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
@@ -104,12 +105,7 @@ def read_labels(path: Path, grammar: Grammar) -> dict[str, dict]:
     Raises:
         GlassformerError: a missing, unreadable, malformed or empty file, naming the file.
     """
-    if not path.is_file():
-        raise GlassformerError(f"{path}: no such labels file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise GlassformerError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    text = read_utf8(path, "labels")
     if not text.strip():
         raise GlassformerError(f"{path}: empty file, no labels in it")
     if path.suffix == ".json":

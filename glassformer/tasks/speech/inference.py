@@ -157,7 +157,7 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         speech.token_texts,
         speech.grammar.can_continue,
         speech.grammar.accepts,
-        tokenizer.special_tokens["<eos>"],
+        special_ids(tokenizer)[2],
         start=1,
         keep=beam_size,
     )

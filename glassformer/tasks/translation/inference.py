@@ -123,7 +123,7 @@ def translate(
 
     check_beam_size(beam_size)
     check_length_penalty(length_penalty)
-    eos = translator.target_tokenizer.special_tokens["<eos>"]
+    _, _, eos = special_ids(translator.target_tokenizer)
     keep = translator.model.config.max_src_len - 1  # longer sources are cut to the table
     encoded = [translator.source_tokenizer.encode(s)[:keep] + [eos] for s in sentences]
     order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
