@@ -96,9 +96,13 @@ def n_frames(n_samples: int, hop_length: int = HOP_LENGTH) -> int:
 
 
 def power_spectrogram(
-    waveform: torch.Tensor, n_fft: int = N_FFT, hop_length: int = HOP_LENGTH
+    waveform: torch.Tensor,
+    n_fft: int = N_FFT,
+    hop_length: int = HOP_LENGTH,
+    pad_mode: str = "constant",
 ) -> torch.Tensor:
-    """|STFT|^2 with a periodic Hann window, frames centred (zero padding at the edges).
+    """|STFT|^2 with a periodic Hann window, frames centred: the signal is padded by n_fft // 2
+    at each end, with zeros ("constant") or its mirror image ("reflect", as Whisper).
 
     Shapes:
         waveform: (..., L)   returns: (..., n_fft // 2 + 1, n_frames(L))
@@ -112,7 +116,7 @@ def power_spectrogram(
         hop_length,
         window=window,
         center=True,
-        pad_mode="constant",
+        pad_mode=pad_mode,
         return_complex=True,
     )  # (B, F, N)
     power = spectrum.real.square() + spectrum.imag.square()

@@ -66,10 +66,17 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads (H); d_model must be divisible by it.
         dropout: dropout on the attention probabilities during training.
         use_sdpa: compute with torch's fused kernel unless probabilities are requested.
+        key_bias: the key projection has a bias (Whisper's has none: a bias on every key
+            adds the same score to every key of a query, which softmax ignores).
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, dropout: float = 0.0, use_sdpa: bool = True
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        use_sdpa: bool = True,
+        key_bias: bool = True,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -79,7 +86,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.use_sdpa = use_sdpa
         self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model, bias=key_bias)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 

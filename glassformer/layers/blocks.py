@@ -56,6 +56,7 @@ class EncoderBlock(nn.Module):
         norm_first: pre-norm (True) or post-norm (False); see the module docstring.
         layer_norm_eps: eps of every LayerNorm.
         use_sdpa: attention through torch's fused kernel (see attention.py).
+        key_bias: the attention's key projections have a bias (False for Whisper).
 
     Shapes:
         x: (B, S, D)   attn_mask: broadcastable to (B, H, S, S)   returns: (B, S, D)
@@ -71,10 +72,11 @@ class EncoderBlock(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         use_sdpa: bool = True,
+        key_bias: bool = True,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
         self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout)
         self.ffn_norm = LayerNorm(d_model, layer_norm_eps)
@@ -113,13 +115,14 @@ class DecoderBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
         use_sdpa: bool = True,
         cross_attention: bool = True,
+        key_bias: bool = True,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
         self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
         if cross_attention:
-            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa)
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
             self.cross_attn_norm = LayerNorm(d_model, layer_norm_eps)
         else:
             self.cross_attn = self.cross_attn_norm = None

@@ -9,6 +9,8 @@ Two kinds:
   conv    two Conv1d layers, kernel 3, stride 2, GELU (4x fewer frames out). Speech frames come
           every 10 ms, far denser than words; subsampling shortens the encoder's sequence
           (attention cost grows with its square) and lets each vector see ~70 ms of sound.
+  whisper Whisper's stem: the same two convolutions, the first with stride 1 (2x fewer frames
+          out: one encoder position per 20 ms).
 
 Feature tensors are channels-first, (B, M, N), as torch.stft and Whisper produce them.
 """
@@ -22,7 +24,8 @@ from torch import nn
 from glassformer.layers.masks import padding_mask
 
 CONV_KERNEL = 3  # frames each convolution looks at
-CONV_STRIDE = 2  # each of the two convolutions halves the frame rate
+CONV_STRIDE = 2  # each of the two convolutions halves the frame rate (Whisper: the second)
+FRONTENDS = ("conv", "linear", "whisper")
 
 
 class FeatureFrontEnd(nn.Module):
@@ -31,7 +34,8 @@ class FeatureFrontEnd(nn.Module):
     Args:
         n_features: feature dimension per frame (M), e.g. 13 MFCCs or 80 mel bins.
         d_model: encoder width (D).
-        kind: "linear" (N' = N) or "conv" (N' = ceil(ceil(N / 2) / 2)).
+        kind: "linear" (N' = N), "conv" (N' = ceil(ceil(N / 2) / 2)) or "whisper"
+            (N' = ceil(N / 2)).
 
     Shapes:
         features: (B, M, N)   returns: (B, N', D)
@@ -39,15 +43,16 @@ class FeatureFrontEnd(nn.Module):
 
     def __init__(self, n_features: int, d_model: int, kind: str = "conv") -> None:
         super().__init__()
-        if kind not in ("linear", "conv"):
-            raise ValueError(f"frontend={kind!r} is not one of ['conv', 'linear']")
+        if kind not in FRONTENDS:
+            raise ValueError(f"frontend={kind!r} is not one of {list(FRONTENDS)}")
         self.kind = kind
         if kind == "linear":
             self.proj = nn.Linear(n_features, d_model)
         else:
             padding = CONV_KERNEL // 2
-            self.conv1 = nn.Conv1d(n_features, d_model, CONV_KERNEL, CONV_STRIDE, padding)
-            self.conv2 = nn.Conv1d(d_model, d_model, CONV_KERNEL, CONV_STRIDE, padding)
+            self.strides = (1 if kind == "whisper" else CONV_STRIDE, CONV_STRIDE)
+            self.conv1 = nn.Conv1d(n_features, d_model, CONV_KERNEL, self.strides[0], padding)
+            self.conv2 = nn.Conv1d(d_model, d_model, CONV_KERNEL, self.strides[1], padding)
 
     def output_lengths(self, lengths: torch.Tensor) -> torch.Tensor:
         """Valid output frames for `lengths` valid input frames (for padding masks).
@@ -57,15 +62,17 @@ class FeatureFrontEnd(nn.Module):
         """
         if self.kind == "linear":
             return lengths
-        for _ in range(2):
-            lengths = conv_output_length(lengths)
+        for stride in self.strides:
+            lengths = conv_output_length(lengths, stride)
         return lengths
 
     def max_input_frames(self, max_outputs: int) -> int:
         """The most input frames whose output fits in `max_outputs` positions (the encoder's
         position table): N for linear, 4 N for conv (ceil(ceil(N / 2) / 2) <= max_outputs).
         """
-        frames = max_outputs if self.kind == "linear" else max_outputs * CONV_STRIDE**2
+        frames = max_outputs
+        for stride in () if self.kind == "linear" else self.strides:
+            frames *= stride
         assert int(self.output_lengths(torch.tensor([frames]))) <= max_outputs  # the inverse
         return frames
 
@@ -84,14 +91,14 @@ class FeatureFrontEnd(nn.Module):
         if self.kind == "linear":
             return self.proj(features.transpose(1, 2)), lengths  # (B, M, N) -> (B, N, D)
         x = features
-        for conv in (self.conv1, self.conv2):
+        for conv, stride in zip((self.conv1, self.conv2), self.strides, strict=True):
             if lengths is not None:
                 x = x * padding_mask(lengths, x.size(-1))[:, None, :]  # zero frames past the end
-                lengths = conv_output_length(lengths)
-            x = F.gelu(conv(x))  # (B, C, N) -> (B, D, ceil(N / 2))
+                lengths = conv_output_length(lengths, stride)
+            x = F.gelu(conv(x))  # (B, C, N) -> (B, D, ceil(N / stride))
         return x.transpose(1, 2), lengths  # (B, D, N') -> (B, N', D)
 
 
-def conv_output_length(lengths: torch.Tensor) -> torch.Tensor:
-    """Frames out of one stride-2 convolution with padding kernel // 2: ceil(N / 2)."""
-    return (lengths + 2 * (CONV_KERNEL // 2) - CONV_KERNEL) // CONV_STRIDE + 1
+def conv_output_length(lengths: torch.Tensor, stride: int = CONV_STRIDE) -> torch.Tensor:
+    """Frames out of one convolution with padding kernel // 2: ceil(N / stride)."""
+    return (lengths + 2 * (CONV_KERNEL // 2) - CONV_KERNEL) // stride + 1

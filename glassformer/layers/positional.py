@@ -10,7 +10,9 @@ Each (sin, cos) pair is the article's "circular wiggle": as pos grows the pair w
 circle, fast for small i, slowly for large i. Because a rotation by a fixed angle is a fixed
 linear map, PE(pos + k) is a linear function of PE(pos) for every k (tested).
 
-LearnedPositions is GPT-2's alternative: a trainable (max_len, D) table.
+LearnedPositions is GPT-2's alternative: a trainable (max_len, D) table. Whisper's encoder uses
+a third layout ("sinusoidal_concat"): all sines, then all cosines, with frequencies spaced
+from 1 to 1/10000 over D/2 - 1 steps (whisper_sinusoid_table).
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
+def whisper_sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
+    """Whisper's encoder table: [sin(pos * w_i) for i] then [cos(pos * w_i) for i], with
+    w_i = 10000^(-i / (D/2 - 1)), i = 0 .. D/2 - 1 (the same circles, laid out in two halves).
+
+    Shapes:
+        returns: (max_len, D)
+    """
+    if d_model % 2 or d_model < 4:
+        raise ValueError(f"sinusoid positions need an even d_model >= 4, got {d_model}")
+    increment = math.log(10000.0) / (d_model // 2 - 1)
+    frequency = torch.exp(-increment * torch.arange(d_model // 2, dtype=torch.float64))
+    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * frequency  # (max_len, D/2)
+    return torch.cat([angles.sin(), angles.cos()], dim=1).float()  # (max_len, D)
+
+
 class SinusoidalPositions(nn.Module):
     """Adds the fixed sinusoidal table (a non-persistent buffer: not saved, not trained).
 
@@ -46,9 +63,10 @@ class SinusoidalPositions(nn.Module):
         x: (B, T, D)   returns: (B, T, D)
     """
 
-    def __init__(self, max_len: int, d_model: int) -> None:
+    def __init__(self, max_len: int, d_model: int, layout: str = "interleaved") -> None:
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        make_table = whisper_sinusoid_table if layout == "concat" else sinusoidal_table
+        self.register_buffer("table", make_table(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.size(1)
@@ -75,10 +93,15 @@ class LearnedPositions(nn.Module):
         return x + self.weight[offset : offset + T]  # (T, D) broadcasts over B
 
 
+POSITIONAL_KINDS = ("learned", "sinusoidal", "sinusoidal_concat")
+
+
 def make_positions(kind: str, max_len: int, d_model: int) -> nn.Module:
     """The position module named by a config's `positional` field."""
     if kind == "sinusoidal":
         return SinusoidalPositions(max_len, d_model)
+    if kind == "sinusoidal_concat":
+        return SinusoidalPositions(max_len, d_model, layout="concat")
     if kind == "learned":
         return LearnedPositions(max_len, d_model)
-    raise ValueError(f"positional={kind!r} is not one of ['learned', 'sinusoidal']")
+    raise ValueError(f"positional={kind!r} is not one of {list(POSITIONAL_KINDS)}")

@@ -22,6 +22,7 @@ from glassformer.configs import (
 from glassformer.errors import ConfigError
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")  # the keys of layers.feedforward.ACTIVATIONS
+POSITIONAL_KINDS = ("learned", "sinusoidal", "sinusoidal_concat")  # layers.positional
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class Seq2SeqConfig:
     src_vocab_size: int = 0  # source token ids; 0 when source="features"
     source: str = "tokens"  # tokens (text) | features (dense vectors such as MFCC frames)
     n_features: int = 0  # feature width per frame (M) when source="features", e.g. 13 or 80
-    frontend: str = "conv"  # features -> d_model: linear | conv (two stride-2 convs, 4x fewer)
+    frontend: str = "conv"  # features -> D: linear | conv (strides 2, 2) | whisper (strides 1, 2)
     max_src_len: int = 256  # longest source the position table covers (tokens or front-end frames)
     max_tgt_len: int = 256  # longest target, in tokens
     d_model: int = 512  # width of the residual stream (D); 512 in the paper
@@ -92,7 +93,10 @@ class Seq2SeqConfig:
     activation: str = "relu"  # relu (the paper) | gelu | gelu_tanh
     norm_first: bool = False  # post-norm as the paper (False) or pre-norm (True)
     final_norm: bool = False  # LayerNorm after each stack; required with norm_first=True
-    positional: str = "sinusoidal"  # sinusoidal (the paper) | learned
+    positional: str = "sinusoidal"  # sinusoidal (the paper) | learned | sinusoidal_concat
+    src_positional: str = ""  # the encoder's, when it differs ("" = positional); Whisper's:
+    # sinusoidal_concat (all sines, then all cosines) with learned decoder positions
+    key_bias: bool = True  # the attention key projections have a bias (Whisper's have none)
     scale_embedding: bool = True  # multiply embeddings by sqrt(d_model), as the paper does
     share_embeddings: bool = False  # one table for source and target (a shared BPE vocabulary)
     tie_output: bool = True  # de-embedding = target embedding transposed (the paper)
@@ -105,9 +109,10 @@ class Seq2SeqConfig:
         require_divisible(self, "d_model", "n_heads")
         require_fraction(self, "dropout")
         require_choice(self, "activation", ACTIVATIONS)
-        require_choice(self, "positional", ["learned", "sinusoidal"])
+        require_choice(self, "positional", POSITIONAL_KINDS)
+        require_choice(self, "src_positional", ["", *POSITIONAL_KINDS])
         require_choice(self, "source", ["features", "tokens"])
-        require_choice(self, "frontend", ["conv", "linear"])
+        require_choice(self, "frontend", ["conv", "linear", "whisper"])
         require_positive(self, "src_vocab_size" if self.source == "tokens" else "n_features")
         if self.norm_first and not self.final_norm:
             raise ConfigError("norm_first=True needs final_norm=True (else nothing normalizes x)")

@@ -44,18 +44,22 @@ class Seq2SeqTransformer(nn.Module):
             self.src_embed = self.tgt_embed
         else:
             self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, c.scale_embedding)
-        self.src_positions = make_positions(c.positional, c.max_src_len, c.d_model)
+        self.src_positions = make_positions(
+            c.src_positional or c.positional, c.max_src_len, c.d_model
+        )
         self.tgt_positions = make_positions(c.positional, c.max_tgt_len, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
         block_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first)
         block_args += (c.layer_norm_eps, c.use_sdpa)
         self.encoder = Encoder(
-            [EncoderBlock(*block_args) for _ in range(c.n_encoder_layers)], self.make_final_norm()
-        )
-        self.decoder = Decoder(
-            [DecoderBlock(*block_args, cross_attention=True) for _ in range(c.n_decoder_layers)],
+            [EncoderBlock(*block_args, key_bias=c.key_bias) for _ in range(c.n_encoder_layers)],
             self.make_final_norm(),
         )
+        decoder_blocks = [
+            DecoderBlock(*block_args, cross_attention=True, key_bias=c.key_bias)
+            for _ in range(c.n_decoder_layers)
+        ]
+        self.decoder = Decoder(decoder_blocks, self.make_final_norm())
         self.head = DeEmbedding(c.d_model, c.tgt_vocab_size)
         if c.tie_output:
             self.head.weight = self.tgt_embed.weight
@@ -131,7 +135,8 @@ def init_seq2seq_weights(model: Seq2SeqTransformer) -> None:
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Conv1d)):
             nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
     embedding_std = model.config.d_model**-0.5 if model.config.scale_embedding else 0.02
     for module in model.modules():
         if isinstance(module, TokenEmbedding):

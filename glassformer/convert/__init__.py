@@ -1,0 +1,1 @@
+"""Published weights into glassformer's own modules: Whisper (HF, CTranslate2)."""
