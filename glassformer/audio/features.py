@@ -12,6 +12,9 @@ in place of embedded words. Each stage is a small function, batched, on any devi
       -> dct                       orthonormal DCT-II over the mel bands: decorrelated MFCCs
       -> deltas, normalization     optional: time derivatives; per-utterance mean/variance
 
+Whisper's own log-mel (kind="whisper", whisper_log_mel) shares the spectrum and filterbank
+stages and differs after them: log10 with a floor relative to the clip's maximum.
+
 The log floor is fixed (never relative to the clip's maximum, as librosa's power_to_db top_db
 is), so a clip and any piece of it give the same features where they overlap. Features come
 out channels-first, (..., M, N), as torch.stft and Whisper produce them.
@@ -35,11 +38,13 @@ SAMPLE_RATE = 16_000  # Hz
 N_FFT = 400  # samples per frame: 25 ms at 16 kHz
 HOP_LENGTH = 160  # samples between frames: 10 ms at 16 kHz
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100
+WHISPER_N_MELS = 80  # mel bands of Whisper tiny to large-v2 (large-v3: 128)
+WHISPER_DYNAMIC_RANGE = 8.0  # log10 units kept below each clip's maximum: 80 dB
 
 
 @dataclass(frozen=True)
 class FeatureConfig:
-    kind: str = "mfcc"  # mfcc | logmel (Whisper-style log-mel bands, no DCT)
+    kind: str = "mfcc"  # mfcc | logmel (log-mel bands, no DCT) | whisper (Whisper's log-mel)
     sample_rate: int = SAMPLE_RATE  # Hz of the waveform
     n_fft: int = N_FFT  # frame length in samples (25 ms)
     hop_length: int = HOP_LENGTH  # samples between frame starts (10 ms)
@@ -55,7 +60,7 @@ class FeatureConfig:
     normalize: bool = True  # per-utterance mean 0, variance 1 for each coefficient
 
     def __post_init__(self) -> None:
-        require_choice(self, "kind", ["logmel", "mfcc"])
+        require_choice(self, "kind", ["logmel", "mfcc", "whisper"])
         require_choice(self, "mel_scale", ["htk", "slaney"])
         require_choice(self, "mel_norm", ["none", "slaney"])
         require_positive(self, "sample_rate", "n_fft", "hop_length", "n_mels", "n_mfcc")
@@ -66,6 +71,11 @@ class FeatureConfig:
             )
         if self.kind == "mfcc" and self.n_mfcc > self.n_mels:
             raise ConfigError(f"n_mfcc={self.n_mfcc} exceeds n_mels={self.n_mels}")
+
+    @classmethod
+    def whisper(cls, n_mels: int = WHISPER_N_MELS) -> FeatureConfig:
+        """Whisper's features (see whisper_log_mel); only n_mels is read from the config."""
+        return cls(kind="whisper", n_mels=n_mels, f_min=0.0, f_max=SAMPLE_RATE / 2, normalize=False)
 
     @property
     def frames_per_second(self) -> float:
@@ -262,6 +272,8 @@ def compute_features(
         waveform: (..., L)   returns: (..., config.n_features, n_frames(L))
     """
     c = config or FeatureConfig()
+    if c.kind == "whisper":
+        return whisper_log_mel(waveform, c.n_mels)  # (..., M, L // hop)
     power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)
     filters = mel_filterbank(
         c.n_mels, c.n_fft, c.sample_rate, c.f_min, c.f_max, c.mel_scale, c.mel_norm, warp
@@ -273,3 +285,23 @@ def compute_features(
         first = deltas(features)
         features = torch.cat([features, first, deltas(first)], dim=-2)  # (..., 3 * M, N)
     return normalize_utterance(features) if c.normalize else features
+
+
+def whisper_log_mel(waveform: torch.Tensor, n_mels: int = WHISPER_N_MELS) -> torch.Tensor:
+    """Whisper's input features for 16 kHz audio (openai-whisper's log_mel_spectrogram).
+
+    Mirror-padded frames with the last one dropped, Slaney bands over 0-8 kHz, log10, a floor
+    8 (80 dB) below the clip's own maximum, then (x + 4) / 4. In a batch every clip keeps its
+    own maximum, so a batched clip gives exactly what it gives alone.
+
+    Example: 2 s of audio (32,000 samples) -> (80, 200) features.
+
+    Shapes:
+        waveform: (..., L)   returns: (..., n_mels, L // 160)
+    """
+    power = power_spectrogram(waveform, N_FFT, HOP_LENGTH, pad_mode="reflect")[..., :-1]
+    filters = mel_filterbank(n_mels, N_FFT, SAMPLE_RATE, 0.0, SAMPLE_RATE / 2, "slaney", "slaney")
+    log_spec = torch.log10((filters.to(power) @ power).clamp(min=1e-10))  # (..., M, N)
+    peak = log_spec.amax(dim=(-2, -1), keepdim=True)  # each clip's loudest band and frame
+    log_spec = torch.maximum(log_spec, peak - WHISPER_DYNAMIC_RANGE)
+    return (log_spec + 4.0) / 4.0

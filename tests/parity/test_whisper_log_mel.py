@@ -9,7 +9,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from glassformer.audio.log_mel import whisper_log_mel  # noqa: E402
+from glassformer.audio.features import whisper_log_mel  # noqa: E402
 
 
 def chirp_with_noise(seconds: float, seed: int) -> np.ndarray:
