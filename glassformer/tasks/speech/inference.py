@@ -10,6 +10,7 @@ is rejected (intent None) rather than guessed.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
 REJECT_BELOW = 0.3  # constrained decoding: reject results less confident than this
+GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces: normalized text
 
 
 @dataclass(frozen=True)
@@ -43,28 +45,52 @@ class Transcript:
 class SpeechModel:
     model: SpeechTransformer
     tokenizer: Tokenizer
-    grammar: Grammar
+    grammar: Grammar | None  # the commands it understands; None: free transcription only
     features: FeatureConfig
-    token_texts: list[str] | None = None  # each token's text, for constrained decoding
+    prompt: list[int]  # the tokens decoding starts from: [<bos>], or Whisper's task tokens
+    eos: int  # the token that ends a transcript
+    suppress: list[int]  # tokens never written (padding, the prompt's, Whisper's timestamps)
+    token_texts: list[str] | None = None  # each token's text as the grammar reads it
 
 
-def load_speech_model(path: str | Path, device: str = "cpu") -> SpeechModel:
-    """A speech run or checkpoint directory -> the model, its tokenizer, grammar and features."""
+def load_speech_model(
+    path: str | Path, device: str = "cpu", grammar: str | Path | None = None
+) -> SpeechModel:
+    """A speech run or checkpoint directory -> the model, its tokenizer, grammar and features.
+
+    `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
+    none). A checkpoint's "decoding" settings (prompt, eos, suppress) come from its importer;
+    a model trained here starts from <bos> and ends with <eos>.
+    """
     from glassformer.tokenizer.io import load_tokenizer
 
     model, directory, header = load_task_checkpoint(path, "speech", device)
+    where = directory / "config.json"
     if not isinstance(header.get("features"), dict):
-        raise CheckpointError(f'{directory / "config.json"}: no "features" settings')
+        raise CheckpointError(f'{where}: no "features" settings')
     try:
         features = config_from_dict(FeatureConfig, header["features"])
     except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{directory / 'config.json'}: invalid features: {error}") from None
+        raise CheckpointError(f"{where}: invalid features: {error}") from None
+    tokenizer = load_tokenizer(directory / TOKENIZER_FILE)
+    own_grammar = directory / GRAMMAR_FILE if (directory / GRAMMAR_FILE).is_file() else None
+    grammar_path = grammar or own_grammar
+    decoding = header.get("decoding") or default_decoding(tokenizer)
     return SpeechModel(
         model,
-        load_tokenizer(directory / TOKENIZER_FILE),
-        Grammar.from_yaml(directory / GRAMMAR_FILE),
+        tokenizer,
+        Grammar.from_yaml(grammar_path) if grammar_path else None,
         features,
+        list(decoding["prompt"]),
+        int(decoding["eos"]),
+        list(decoding["suppress"]),
     )
+
+
+def default_decoding(tokenizer: Tokenizer) -> dict:
+    """A model trained here: start from <bos>, end with <eos>, never write <pad> or <bos>."""
+    pad, bos, eos = special_ids(tokenizer)
+    return {"prompt": [bos], "eos": eos, "suppress": [pad, bos]}
 
 
 @torch.inference_mode()
@@ -85,8 +111,9 @@ def transcribe(
     check_beam_size(beam_size)
     if not waveform.any():
         raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
-    model, tokenizer = speech.model, speech.tokenizer
-    pad, bos, eos = special_ids(tokenizer)
+    if constrain and speech.grammar is None:
+        raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
+    model, tokenizer, eos = speech.model, speech.tokenizer, speech.eos
     waveform = trim_silence(waveform)
     device = next(model.parameters()).device
     features = compute_features(torch.from_numpy(waveform).to(device), speech.features)[None]
@@ -103,23 +130,24 @@ def transcribe(
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
         return model.decode(tokens, memory_k, None, cache)
 
-    prompt = torch.tensor([[bos]], device=device)
+    prompt = torch.tensor([speech.prompt], device=device)
     restrict = grammar_constraint(speech, K) if constrain else None
     hypotheses, scores = beam_search(
         step,
         model.new_cache(),
         prompt,
         K,
-        model.config.max_tgt_len - 1,
+        model.config.max_tgt_len - len(speech.prompt),
         eos,
-        suppress=[pad, bos],
+        suppress=speech.suppress,
         n_best=True,
         restrict=restrict,
     )
-    chosen = strip(hypotheses[0, 0].tolist(), eos)
+    chosen = strip(hypotheses[0, 0].tolist(), len(speech.prompt), eos)
     text = tokenizer.decode(chosen)
-    command = speech.grammar.parse(text) if scores[0, 0] > float("-inf") else None
-    confidence = token_confidence(model, memory, [bos, *chosen, eos])
+    parsed = speech.grammar is not None and scores[0, 0] > float("-inf")
+    command = speech.grammar.parse(text) if parsed else None
+    confidence = token_confidence(model, memory, [*speech.prompt, *chosen, eos], len(speech.prompt))
     if constrain and confidence < reject_below:
         command = None  # the closest grammar sentence is too unlikely: a rejection
     if command is None:
@@ -147,33 +175,45 @@ def transcribe_file(
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
     """Token-level grammar constraint: the beam may only write what the grammar can say."""
-    tokenizer = speech.tokenizer
-    specials = set(tokenizer.special_tokens.values())
     if speech.token_texts is None:
-        speech.token_texts = [
-            "" if t in specials else tokenizer.decode([t]) for t in range(tokenizer.vocab_size)
-        ]
+        speech.token_texts = grammar_token_texts(speech.tokenizer, speech.suppress)
+    grammar = speech.grammar
     return TextConstraint(
         speech.token_texts,
-        speech.grammar.can_continue,
-        speech.grammar.accepts,
-        special_ids(tokenizer)[2],
-        start=1,
+        lambda text: grammar.can_continue(text.lstrip(" ")),
+        lambda text: grammar.accepts(text.lstrip(" ")),
+        speech.eos,
+        start=len(speech.prompt),
         keep=beam_size,
     )
 
 
-def strip(tokens: list[int], eos: int) -> list[int]:
-    """The written tokens: after <bos>, up to (not including) the first <eos>."""
-    tokens = tokens[1:]
+def grammar_token_texts(tokenizer: Tokenizer, never: list[int]) -> list[str]:
+    """Each token's text as a grammar reads it: lower case; "" (never allowed) for special
+    tokens and for any text a normalized sentence cannot contain (digits, punctuation,
+    capitals are lowered). A pretrained tokenizer writes " Make" and "."; the grammar sees
+    " make", and the period is not allowed, so numbers come out as the grammar's words."""
+    specials = set(tokenizer.special_tokens.values()) | set(never)
+    texts = []
+    for token in range(tokenizer.vocab_size):
+        text = "" if token in specials else tokenizer.decode([token]).lower()
+        texts.append(text if GRAMMAR_TEXT.fullmatch(text) else "")
+    return texts
+
+
+def strip(tokens: list[int], start: int, eos: int) -> list[int]:
+    """The written tokens: after the prompt, up to (not including) the first <eos>."""
+    tokens = tokens[start:]
     return tokens[: tokens.index(eos)] if eos in tokens else tokens
 
 
-def token_confidence(model: SpeechTransformer, memory: torch.Tensor, tokens: list[int]) -> float:
-    """exp(mean log-probability) of the tokens after the first, teacher-forced."""
+def token_confidence(
+    model: SpeechTransformer, memory: torch.Tensor, tokens: list[int], start: int = 1
+) -> float:
+    """exp(mean log-probability) of the tokens after the prompt's `start`, teacher-forced."""
     sequence = torch.tensor([tokens], device=memory.device)
     log_probs = model.decode(sequence[:, :-1], memory).log_softmax(-1)  # (1, T, V)
-    picked = log_probs.gather(-1, sequence[:, 1:, None])  # (1, T, 1)
+    picked = log_probs.gather(-1, sequence[:, 1:, None])[:, start - 1 :]  # (1, T', 1)
     return math.exp(picked.mean().item())
 
 
@@ -219,6 +259,8 @@ def evaluate_speech(
     from glassformer.tasks.speech.data import read_labels
 
     check_beam_size(beam_size)
+    if speech.grammar is None:
+        raise GlassformerError("scoring commands needs a grammar (--grammar G.yaml)")
     labels = read_labels(labels_path, speech.grammar)
     if not audio_dir.is_dir():
         raise GlassformerError(f"{audio_dir}: no such directory")
