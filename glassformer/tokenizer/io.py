@@ -31,10 +31,11 @@ from glassformer.textfiles import read_utf8
 from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.char import CharTokenizer
+from glassformer.tokenizer.renumbered import RenumberedTokenizer
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """Read a tokenizer JSON file of either kind (bpe or char).
+    """Read a tokenizer JSON file of any kind (bpe, char, renumbered_bpe).
 
     Raises:
         GlassformerError: one line naming the file: missing, unreadable, not UTF-8, not JSON,
@@ -83,7 +84,16 @@ def tokenizer_from_json(document: dict[str, Any]) -> Tokenizer:
             bad = next(c for c in chars if not (isinstance(c, str) and len(c) == 1))
             raise ValueError(f"chars: {bad!r} is not a single character")
         return CharTokenizer(chars, specials)
-    raise ValueError(f"type={kind!r} is not one of ['bpe', 'char']")
+    if kind == "renumbered_bpe":  # a peer's numbering of a BPE vocabulary (renumbered.py)
+        bpe = tokenizer_from_json(require(document, "bpe", dict))
+        if not isinstance(bpe, BPETokenizer):
+            raise ValueError("bpe must be a tokenizer of type 'bpe'")
+        extra = require(document, "extra_tokens", dict)
+        if not all(isinstance(piece, str) for piece in extra.values()):
+            raise ValueError("extra_tokens must map ids to hex strings of bytes")
+        extra_tokens = {int(token): bytes.fromhex(piece) for token, piece in extra.items()}
+        return RenumberedTokenizer(bpe, require(document, "ids", list), extra_tokens)
+    raise ValueError(f"type={kind!r} is not one of ['bpe', 'char', 'renumbered_bpe']")
 
 
 def require(document: dict[str, Any], key: str, kind: type) -> Any:
