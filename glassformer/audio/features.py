@@ -40,6 +40,8 @@ HOP_LENGTH = 160  # samples between frames: 10 ms at 16 kHz
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100
 WHISPER_N_MELS = 80  # mel bands of Whisper tiny to large-v2 (large-v3: 128)
 WHISPER_DYNAMIC_RANGE = 8.0  # log10 units kept below each clip's maximum: 80 dB
+WHISPER_WINDOW_SECONDS = 30.0  # Whisper's encoder was trained on 30-s windows only: fed a
+# 1-s clip at its own length it repeats itself (measured on FSDD), so clips are zero-padded
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,15 @@ class FeatureConfig:
     log_floor: float = 1e-10  # energy floor before the log (fixed, never per clip)
     deltas: bool = False  # append first and second time derivatives (3x the features)
     normalize: bool = True  # per-utterance mean 0, variance 1 for each coefficient
+    window_seconds: float = 0.0  # zero-pad shorter audio to this length first (Whisper: 30)
 
     def __post_init__(self) -> None:
         require_choice(self, "kind", ["logmel", "mfcc", "whisper"])
         require_choice(self, "mel_scale", ["htk", "slaney"])
         require_choice(self, "mel_norm", ["none", "slaney"])
         require_positive(self, "sample_rate", "n_fft", "hop_length", "n_mels", "n_mfcc")
+        if not 0 <= self.window_seconds <= 3600:
+            raise ConfigError(f"window_seconds={self.window_seconds} must be in [0, 3600]")
         if not 0 <= self.f_min < self.f_max <= self.sample_rate / 2:
             raise ConfigError(
                 f"need 0 <= f_min={self.f_min} < f_max={self.f_max} <= "
@@ -75,7 +80,14 @@ class FeatureConfig:
     @classmethod
     def whisper(cls, n_mels: int = WHISPER_N_MELS) -> FeatureConfig:
         """Whisper's features (see whisper_log_mel); only n_mels is read from the config."""
-        return cls(kind="whisper", n_mels=n_mels, f_min=0.0, f_max=SAMPLE_RATE / 2, normalize=False)
+        return cls(
+            kind="whisper",
+            n_mels=n_mels,
+            f_min=0.0,
+            f_max=SAMPLE_RATE / 2,
+            normalize=False,
+            window_seconds=WHISPER_WINDOW_SECONDS,
+        )
 
     @property
     def frames_per_second(self) -> float:
@@ -266,12 +278,17 @@ def compute_features(
     waveform: torch.Tensor, config: FeatureConfig | None = None, warp: float = 1.0
 ) -> torch.Tensor:
     """The whole pipeline of the module docstring; `warp` != 1 perturbs the vocal-tract
-    length (training augmentation, see warp_frequency).
+    length (training augmentation, see warp_frequency). Audio shorter than the config's
+    window_seconds is zero-padded to it first.
 
     Shapes:
-        waveform: (..., L)   returns: (..., config.n_features, n_frames(L))
+        waveform: (..., L)   returns: (..., config.n_features, N), N = n_frames(L) for MFCC
+        and log-mel, L // hop for Whisper's (L after padding)
     """
     c = config or FeatureConfig()
+    window = int(c.window_seconds * c.sample_rate)
+    if waveform.size(-1) < window:
+        waveform = torch.nn.functional.pad(waveform, (0, window - waveform.size(-1)))
     if c.kind == "whisper":
         return whisper_log_mel(waveform, c.n_mels)  # (..., M, L // hop)
     power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)

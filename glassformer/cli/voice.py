@@ -118,14 +118,33 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
     from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
 
     check_beam_size(args.beam)
-    speech = load_speech_model(args.checkpoint, args.device)
+    speech = load_speech_model(args.model, args.device, args.grammar)
+    constrain = args.constrain or args.grammar is not None
+    results = []
     for path in args.audio:
-        result = transcribe_file(speech, path, args.beam, args.constrain, args.reject_below)
-        if args.json:
-            print(json.dumps({"file": path, **result.__dict__}))
+        result = transcribe_file(speech, path, args.beam, constrain, args.reject_below)
+        if args.json:  # one JSON list at the end: a failing file leaves no half document
+            results.append({"file": path, **result.__dict__, "accepted": result.intent is not None})
         else:
             meaning = f"{result.intent} {result.slots}" if result.intent else "(not a command)"
             print(f"{path}\t{result.text}\t{meaning}\tconfidence {result.confidence:.2f}")
+    if args.json:
+        print(json.dumps(results, indent=1))
+
+
+def cmd_models(args: argparse.Namespace) -> None:
+    from glassformer.tasks.speech.pretrained import PRETRAINED, installed_models
+
+    for name, directory in installed_models().items():
+        where = str(directory) if directory else f"not installed ({PRETRAINED[name][1]})"
+        print(f"{name}\t{where}")
+
+
+def cmd_import_whisper(args: argparse.Namespace) -> None:
+    from glassformer.tasks.speech.pretrained import import_whisper
+
+    out = import_whisper(args.source, args.out)
+    print(f"wrote {out}/config.json, model.safetensors and tokenizer.json")
 
 
 def add_voice_commands(
@@ -188,23 +207,62 @@ def add_voice_commands(
         "transcribe",
         help="audio files to text, intent and slots",
         formatter_class=formatter,
-        description="Transcribe audio files (WAV, FLAC, OGG; any rate) with a trained speech "
-        "model: the words, the grammar's intent and slots, and a confidence.",
+        description="Transcribe audio files (WAV, FLAC, OGG; any rate) with a speech model "
+        "trained here or a pretrained one (see `glassformer models`): the words, the grammar's "
+        "intent and slots, and a confidence. With --grammar (or --constrain and the model's "
+        "own grammar) the beam writes only sentences of the grammar, so a pretrained model "
+        "understands a new command grammar with no training.",
     )
-    transcribe.add_argument("checkpoint", metavar="DIR", help="a speech run or checkpoint")
+    transcribe.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a speech run or checkpoint directory, a CTranslate2 Whisper directory, or an "
+        "installed pretrained name (whisper-tiny.en)",
+    )
     transcribe.add_argument("audio", nargs="+", metavar="AUDIO")
-    transcribe.add_argument("--json", action="store_true", help="one JSON object per file")
+    transcribe.add_argument(
+        "--grammar", metavar="G.yaml", help="a command grammar; decoding is constrained to it"
+    )
+    transcribe.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON list: per file, file, text, intent, slots, confidence, accepted",
+    )
     transcribe.add_argument(
         "--constrain",
         action="store_true",
-        help="the beam writes only sentences the grammar can say (token by token)",
+        help="constrain to the model's own grammar (a model trained here has one)",
     )
     transcribe.add_argument(
         "--reject-below",
         type=float,
-        default=0.3,
-        help="with --constrain: reject commands less confident than this (0 = never)",
+        help="constrained: reject commands less confident than this (0 = never; default: "
+        "the model's own, 0.3 for models trained here, 0.02 for Whisper)",
     )
     transcribe.add_argument("--beam", type=int, default=4, help="beam size")
     transcribe.add_argument("--device", default="cpu", help="cpu, cuda, ...")
     transcribe.set_defaults(handler=cmd_transcribe)
+
+    models = commands.add_parser(
+        "models",
+        help="the pretrained speech models glassformer knows, and where they are installed",
+        formatter_class=formatter,
+    )
+    models.set_defaults(handler=cmd_models)
+    importer = commands.add_parser(
+        "import",
+        help="save published weights as a glassformer checkpoint",
+        formatter_class=formatter,
+    )
+    kinds = importer.add_subparsers(dest="import_command", metavar="KIND", required=True)
+    whisper = kinds.add_parser(
+        "whisper",
+        help="a Whisper (CTranslate2 directory or installed name) -> our checkpoint",
+        formatter_class=formatter,
+        description="Read a CTranslate2 Whisper directory (faster-whisper's format) or an "
+        "installed pretrained name with glassformer's own readers and write config.json, "
+        "model.safetensors and tokenizer.json: a checkpoint `transcribe` and `info` read.",
+    )
+    whisper.add_argument("source", metavar="SOURCE", help="whisper-tiny.en or a directory")
+    whisper.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
+    whisper.set_defaults(handler=cmd_import_whisper)

@@ -14,17 +14,20 @@ cross-attention. Its choices map onto options of the blocks we already have:
     logits = x @ token_embedding.T            tie_output=True, no embedding scale
 
 This module converts a Hugging Face `WhisperForConditionalGeneration` (or its state dict and
-config as a dict) into that model; names are renamed one by one, nothing is downloaded.
-Not here: CTranslate2 and OpenAI checkpoint files (their readers produce the same HF-style
-names), the tokenizer (tokenizer/), the log-mel features (audio/features.py).
+config as a dict) into that model; names are renamed one by one, nothing is downloaded. A
+CTranslate2 directory (faster-whisper's format, read by convert/ctranslate2.py) is first
+given Hugging Face's names, then converted the same way. Not here: OpenAI's .pt files, the
+tokenizer (tokenizer/hf_json.py), the log-mel features (audio/features.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from glassformer.errors import CheckpointError
@@ -157,3 +160,111 @@ def from_hf_whisper(source: Any, config: Any = None) -> SpeechTransformer:
     if missing or unexpected:
         raise CheckpointError(f"Whisper weights: missing {missing[:5]}, extra {unexpected[:5]}")
     return model.eval()
+
+
+# CTranslate2's Whisper names -> Hugging Face's, per block (fused projections are split below).
+CT2_BLOCK = {
+    "self_attention/layer_norm/": "self_attn_layer_norm.",
+    "self_attention/linear_1/": "self_attn.out_proj.",
+    "attention/layer_norm/": "encoder_attn_layer_norm.",
+    "attention/linear_0/": "encoder_attn.q_proj.",
+    "attention/linear_2/": "encoder_attn.out_proj.",
+    "ffn/layer_norm/": "final_layer_norm.",
+    "ffn/linear_0/": "fc1.",
+    "ffn/linear_1/": "fc2.",
+}
+CT2_TOP = {
+    "encoder/conv1/": "encoder.conv1.",
+    "encoder/conv2/": "encoder.conv2.",
+    "encoder/layer_norm/": "encoder.layer_norm.",
+    "encoder/position_encodings/encodings": "encoder.embed_positions.weight",
+    "decoder/embeddings/weight": "decoder.embed_tokens.weight",
+    "decoder/position_encodings/encodings": "decoder.embed_positions.weight",
+    "decoder/layer_norm/": "decoder.layer_norm.",
+}
+CT2_FUSED = {  # fused projection -> the HF projections it holds, in order
+    "self_attention/linear_0/": ("self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."),
+    "attention/linear_1/": ("encoder_attn.k_proj.", "encoder_attn.v_proj."),
+}
+CT2_LAYER = re.compile(r"^(encoder|decoder)/layer_(\d+)/(.+)$")
+CT2_SETTINGS = re.compile(r"^(encoder|decoder)/[a-z_]+$")  # 0-d settings such as num_heads
+
+
+def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """A CTranslate2 WhisperSpec's variables as a Hugging Face Whisper state dict (float32).
+
+    Fused q/k/v (and cross-attention k/v) are split into separate projections; the key bias,
+    which CTranslate2 stores as zeros, is dropped (Whisper has none); layer-norm gamma/beta
+    become weight/bias. The tied output projection is left out.
+    """
+    state: dict[str, torch.Tensor] = {}
+    for name, array in variables.items():
+        if name == "decoder/projection/weight" or CT2_SETTINGS.match(name):
+            continue
+        tensor = torch.from_numpy(np.asarray(array, dtype=np.float32))
+        name = name.replace("/gamma", "/weight").replace("/beta", "/bias")
+        match = CT2_LAYER.match(name)
+        if not match:
+            state.update(split_top(name, tensor))
+            continue
+        stack, index, rest = match.groups()
+        prefix = f"{stack}.layers.{index}."
+        for theirs, parts in CT2_FUSED.items():
+            if rest.startswith(theirs):
+                field = rest[len(theirs) :]  # weight or bias
+                for part, chunk in zip(parts, tensor.chunk(len(parts)), strict=True):
+                    if not (field == "bias" and part.endswith("k_proj.")):
+                        state[prefix + part + field] = chunk
+                break
+        else:
+            state[prefix + rename_ctranslate2(rest, CT2_BLOCK, name).replace("/", ".")] = tensor
+    return state
+
+
+def split_top(name: str, tensor: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {rename_ctranslate2(name, CT2_TOP, name).replace("/", "."): tensor}
+
+
+def rename_ctranslate2(rest: str, table: Mapping[str, str], name: str) -> str:
+    for theirs, mine in table.items():
+        if rest.startswith(theirs):
+            return mine + rest[len(theirs) :]
+    raise CheckpointError(f"unexpected CTranslate2 Whisper variable {name!r}")
+
+
+def hf_config_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, int | str]:
+    """The WhisperConfig fields that the variables' shapes and settings determine."""
+    layers = {stack: set() for stack in ("encoder", "decoder")}
+    for name in variables:
+        match = CT2_LAYER.match(name)
+        if match:
+            layers[match.group(1)].add(int(match.group(2)))
+    conv1 = variables["encoder/conv1/weight"]
+    return {
+        "vocab_size": variables["decoder/embeddings/weight"].shape[0],
+        "num_mel_bins": conv1.shape[1],
+        "d_model": conv1.shape[0],
+        "max_source_positions": variables["encoder/position_encodings/encodings"].shape[0],
+        "max_target_positions": variables["decoder/position_encodings/encodings"].shape[0],
+        "encoder_attention_heads": int(variables["encoder/num_heads"]),
+        "encoder_layers": len(layers["encoder"]),
+        "decoder_layers": len(layers["decoder"]),
+        "encoder_ffn_dim": variables["encoder/layer_0/ffn/linear_0/weight"].shape[0],
+        "activation_function": "gelu",
+    }
+
+
+def from_ctranslate2_whisper(directory: str | Path) -> tuple[SpeechTransformer, dict[str, Any]]:
+    """Our SpeechTransformer from a CTranslate2 Whisper directory (faster-whisper's format),
+    read by convert/ctranslate2.py. Returns the model and the directory's config.json."""
+    from glassformer.convert.ctranslate2 import read_ctranslate2_model
+
+    spec, variables, config = read_ctranslate2_model(directory)
+    if spec != "WhisperSpec":
+        raise CheckpointError(f"{directory}: a {spec} model, not Whisper")
+    try:
+        hf_config = hf_config_from_ctranslate2(variables)
+    except KeyError as error:
+        raise CheckpointError(f"{directory}: model.bin lacks {error}") from None
+    model = from_hf_whisper(hf_names_from_ctranslate2(variables), hf_config)
+    return model, config

@@ -31,6 +31,8 @@ class TextConstraint:
         start: how many prompt tokens precede the written text (e.g. 1 for <bos>).
         keep: allowed tokens to find per beam (the beam size is enough).
         patience: once one allowed token is found, how many of the most likely to try.
+        closers: tokens allowed only after a whole sentence, adding no text (a pretrained
+            model's final period: Whisper ends "Seven." far more readily than "Seven").
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class TextConstraint:
         start: int,
         keep: int,
         patience: int = 64,
+        closers: Iterable[int] = (),
     ) -> None:
         self.token_texts = list(token_texts)
         self.can_continue = can_continue
@@ -50,6 +53,7 @@ class TextConstraint:
         self.start = start
         self.keep = keep
         self.patience = patience
+        self.closers = frozenset(closers)
 
     def text(self, row: list[int]) -> str:
         return "".join(self.token_texts[t] for t in row[self.start :])
@@ -65,7 +69,7 @@ class TextConstraint:
         for tried, token in enumerate(ranked):
             if found and tried >= self.patience:
                 break
-            if token == self.eos_id:
+            if token == self.eos_id or token in self.closers:
                 ok = self.accepts(text)
             else:
                 piece = self.token_texts[token]

@@ -98,10 +98,11 @@ def test_transcribe_and_evaluate_commands(
     rows = read_manifest(data)[:4]
     clips = [str(data / r["audio"]) for r in rows]
     assert main(["transcribe", str(run), *clips, "--json", "--constrain"]) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    lines = json.loads(capsys.readouterr().out)  # one list, one object per file
     assert len(lines) == 4 and all(
-        {"text", "intent", "slots", "confidence"} <= set(x) for x in lines
+        {"file", "text", "intent", "slots", "confidence", "accepted"} <= set(x) for x in lines
     )
+    assert all(x["accepted"] == (x["intent"] is not None) for x in lines)
     labels = tmp_path / "labels.tsv"
     labels.write_text("".join(f"{r['audio']}\t{r['text']}\n" for r in rows))
     scored, summary = evaluate_speech(load_speech_model(run), data, labels)
@@ -114,7 +115,7 @@ def test_transcribe_and_evaluate_commands(
     ("args", "message"),
     [
         (["transcribe", "RUN", "/nonexistent.wav"], "no such audio file"),
-        (["transcribe", "/nonexistent-run", "x.wav"], "no checkpoint here"),
+        (["transcribe", "/nonexistent-run", "x.wav"], "no such model directory"),
         (["evaluate", "RUN", "--audio-dir", "DATA"], "--audio-dir DIR --labels FILE"),
         (["voice", "synth", "--grammar", "/nonexistent.yaml", "--out", "OUT"], "no such grammar"),
     ],

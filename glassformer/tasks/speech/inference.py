@@ -3,7 +3,8 @@
 Long real recordings are mostly silence around a short command: leading and trailing silence
 is trimmed first (audio/augment.trim_silence). With `constrain`, beam search may only write
 token sequences the grammar can produce (decoding/constraints.py), so the result is always a
-command; when even the best of them is unlikely (confidence below REJECT_BELOW) the command
+command; when even the best of them is unlikely (confidence below the model's reject_below)
+the command
 is rejected (intent None) rather than guessed.
 """
 
@@ -26,10 +27,11 @@ from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint, special_ids
 from glassformer.tasks.speech.config import GRAMMAR_FILE
+from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
-REJECT_BELOW = 0.3  # constrained decoding: reject results less confident than this
+CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
 GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces: normalized text
 
 
@@ -41,28 +43,22 @@ class Transcript:
     confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
 
 
-@dataclass
-class SpeechModel:
-    model: SpeechTransformer
-    tokenizer: Tokenizer
-    grammar: Grammar | None  # the commands it understands; None: free transcription only
-    features: FeatureConfig
-    prompt: list[int]  # the tokens decoding starts from: [<bos>], or Whisper's task tokens
-    eos: int  # the token that ends a transcript
-    suppress: list[int]  # tokens never written (padding, the prompt's, Whisper's timestamps)
-    token_texts: list[str] | None = None  # each token's text as the grammar reads it
-
-
 def load_speech_model(
     path: str | Path, device: str = "cpu", grammar: str | Path | None = None
 ) -> SpeechModel:
-    """A speech run or checkpoint directory -> the model, its tokenizer, grammar and features.
+    """A speech run or checkpoint directory, a CTranslate2 Whisper directory or an installed
+    pretrained name (tasks/speech/pretrained.py) -> the model, its tokenizer, grammar and
+    features.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
     none). A checkpoint's "decoding" settings (prompt, eos, suppress) come from its importer;
     a model trained here starts from <bos> and ends with <eos>.
     """
+    from glassformer.tasks.speech.pretrained import is_pretrained_source, load_pretrained
     from glassformer.tokenizer.io import load_tokenizer
+
+    if is_pretrained_source(path) or not Path(path).exists():
+        return load_pretrained(path, device, grammar)  # an unknown name: one line listing ours
 
     model, directory, header = load_task_checkpoint(path, "speech", device)
     where = directory / "config.json"
@@ -84,6 +80,8 @@ def load_speech_model(
         list(decoding["prompt"]),
         int(decoding["eos"]),
         list(decoding["suppress"]),
+        list(decoding.get("suppress_at_start", [])),
+        float(decoding.get("reject_below", 0.3)),
     )
 
 
@@ -99,12 +97,13 @@ def transcribe(
     waveform: np.ndarray,
     beam_size: int = 4,
     constrain: bool = False,
-    reject_below: float = REJECT_BELOW,
+    reject_below: float | None = None,
 ) -> Transcript:
     """One clip (16 kHz mono) to text, intent, slots and a confidence.
 
     With `constrain`, the beam writes only sentences of the grammar (token by token), and a
-    result whose confidence is below `reject_below` is rejected (intent None).
+    result whose confidence is below `reject_below` (None: the model's own threshold) is
+    rejected (intent None).
     """
     from glassformer.decoding.search import beam_search
 
@@ -131,7 +130,7 @@ def transcribe(
         return model.decode(tokens, memory_k, None, cache)
 
     prompt = torch.tensor([speech.prompt], device=device)
-    restrict = grammar_constraint(speech, K) if constrain else None
+    restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
     hypotheses, scores = beam_search(
         step,
         model.new_cache(),
@@ -148,7 +147,8 @@ def transcribe(
     parsed = speech.grammar is not None and scores[0, 0] > float("-inf")
     command = speech.grammar.parse(text) if parsed else None
     confidence = token_confidence(model, memory, [*speech.prompt, *chosen, eos], len(speech.prompt))
-    if constrain and confidence < reject_below:
+    threshold = speech.reject_below if reject_below is None else reject_below
+    if constrain and confidence < threshold:
         command = None  # the closest grammar sentence is too unlikely: a rejection
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence)
@@ -160,7 +160,7 @@ def transcribe_file(
     path: str | Path,
     beam_size: int = 4,
     constrain: bool = False,
-    reject_below: float = REJECT_BELOW,
+    reject_below: float | None = None,
 ) -> Transcript:
     """transcribe() on an audio file; every error about the clip names the file."""
     from glassformer.audio.io import load_audio
@@ -176,7 +176,9 @@ def transcribe_file(
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
     """Token-level grammar constraint: the beam may only write what the grammar can say."""
     if speech.token_texts is None:
-        speech.token_texts = grammar_token_texts(speech.tokenizer, speech.suppress)
+        texts = grammar_token_texts(speech.tokenizer, speech.suppress)
+        padding = speech.model.config.tgt_vocab_size - len(texts)  # Whisper's timestamp ids
+        speech.token_texts = texts + [""] * padding
     grammar = speech.grammar
     return TextConstraint(
         speech.token_texts,
@@ -185,7 +187,34 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         speech.eos,
         start=len(speech.prompt),
         keep=beam_size,
+        closers=sentence_closers(speech.tokenizer, speech.suppress),
     )
+
+
+def sentence_closers(tokenizer: Tokenizer, never: list[int]) -> list[int]:
+    """Tokens that only end a sentence ('.', '!', '?'): allowed once the grammar accepts it."""
+    specials = set(tokenizer.special_tokens.values()) | set(never)
+    return [
+        token
+        for token in range(tokenizer.vocab_size)
+        if token not in specials and CLOSER_TEXT.fullmatch(tokenizer.decode([token]))
+    ]
+
+
+def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN201
+    """A `restrict` hook: the first written token is never one of suppress_at_start (Whisper
+    must not begin with a blank or end at once), then `then` (the grammar) if given."""
+    if not speech.suppress_at_start:
+        return then
+    start, banned = len(speech.prompt), speech.suppress_at_start
+
+    def restrict(tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+        if tokens.size(1) == start:
+            log_probs = log_probs.clone()
+            log_probs[:, banned] = float("-inf")
+        return log_probs if then is None else then(tokens, log_probs)
+
+    return restrict
 
 
 def grammar_token_texts(tokenizer: Tokenizer, never: list[int]) -> list[str]:
@@ -253,7 +282,7 @@ def evaluate_speech(
     labels_path: Path,
     constrain: bool = False,
     beam_size: int = 4,
-    reject_below: float = REJECT_BELOW,
+    reject_below: float | None = None,
 ) -> tuple[list[Scored], dict]:
     """Transcribe every labelled file of audio_dir; per-file results and the summary."""
     from glassformer.tasks.speech.data import read_labels

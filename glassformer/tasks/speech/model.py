@@ -1,0 +1,29 @@
+"""SpeechModel: everything transcription needs, whichever way the model was made.
+
+A model trained here (tasks/speech/training.py) and a published Whisper
+(tasks/speech/pretrained.py) become the same thing: the network, its tokenizer, the features
+it reads, how its decoding starts and ends, and optionally a command grammar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from glassformer.audio.features import FeatureConfig
+from glassformer.models.speech import SpeechTransformer
+from glassformer.tokenizer.base import Tokenizer
+from glassformer.voice.grammar import Grammar
+
+
+@dataclass
+class SpeechModel:
+    model: SpeechTransformer
+    tokenizer: Tokenizer
+    grammar: Grammar | None  # the commands it understands; None: free transcription only
+    features: FeatureConfig
+    prompt: list[int]  # the tokens decoding starts from: [<bos>], or Whisper's task tokens
+    eos: int  # the token that ends a transcript
+    suppress: list[int]  # tokens never written (padding, the prompt's, Whisper's timestamps)
+    suppress_at_start: list[int] = field(default_factory=list)  # never the first token
+    reject_below: float = 0.3  # constrained results less confident than this are rejected
+    token_texts: list[str] | None = None  # each token's text as the grammar reads it
