@@ -268,3 +268,28 @@ def from_ctranslate2_whisper(directory: str | Path) -> tuple[SpeechTransformer, 
         raise CheckpointError(f"{directory}: model.bin lacks {error}") from None
     model = from_hf_whisper(hf_names_from_ctranslate2(variables), hf_config)
     return model, config
+
+
+def from_hf_whisper_directory(directory: str | Path) -> SpeechTransformer:
+    """Our SpeechTransformer from a Hugging Face Whisper directory (config.json and
+    model.safetensors, as `save_pretrained` writes them); weights only, never pickle."""
+    import json
+
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from glassformer.textfiles import read_utf8
+
+    directory = Path(directory)
+    try:
+        config = json.loads(read_utf8(directory / "config.json", "Whisper config"))
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{directory / 'config.json'}: not valid JSON ({error})") from None
+    if not isinstance(config, dict) or config.get("model_type") != "whisper":
+        raise CheckpointError(f"{directory / 'config.json'}: not a Hugging Face Whisper config")
+    weights = directory / "model.safetensors"
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{weights}: unreadable or truncated ({error})") from None
+    return from_hf_whisper(state, config)

@@ -6,6 +6,8 @@ same logits (atol 1e-5) and the same greedy tokens through our KV cache.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -80,3 +82,19 @@ def test_names_and_tables_are_checked(hf_whisper: torch.nn.Module) -> None:
     state["model.encoder.embed_positions.weight"] = torch.zeros(SOURCE_POSITIONS, 64)
     with pytest.raises(CheckpointError, match="not Whisper's sinusoids"):
         from_hf_whisper(state, hf_whisper.config)
+
+
+def test_a_saved_hugging_face_directory_loads_the_same(
+    hf_whisper: torch.nn.Module, tmp_path: Path
+) -> None:
+    from glassformer.convert.whisper import from_hf_whisper_directory
+
+    hf_whisper.save_pretrained(tmp_path / "hf")  # config.json + model.safetensors
+    ours = from_hf_whisper_directory(tmp_path / "hf")
+    features, tokens = torch.randn(1, N_MELS, 2 * SOURCE_POSITIONS), torch.tensor([[1, 5, 7]])
+    with torch.no_grad():
+        theirs = hf_whisper(input_features=features, decoder_input_ids=tokens).logits
+        torch.testing.assert_close(ours(features, tokens).logits, theirs, atol=1e-5, rtol=1e-5)
+    (tmp_path / "hf" / "model.safetensors").write_bytes(b"\x00" * 10)
+    with pytest.raises(CheckpointError, match="unreadable or truncated"):
+        from_hf_whisper_directory(tmp_path / "hf")
