@@ -83,9 +83,13 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """A language model on --data, or a speech model on --audio-dir with --labels."""
+    from glassformer.tasks.speech.pretrained import is_pretrained_source
     from glassformer.train.checkpoint import read_header, resolve_checkpoint
 
-    task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
+    if is_pretrained_source(args.checkpoint):
+        task = "speech"
+    else:
+        task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
     if task == "speech":
         evaluate_speech_command(args)
         return
@@ -111,9 +115,10 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
 
     if not (args.audio_dir and args.labels):
         raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
-    speech = load_speech_model(args.checkpoint, args.device)
+    speech = load_speech_model(args.checkpoint, args.device, args.grammar)
+    constrain = args.constrain or args.grammar is not None
     scored, summary = evaluate_speech(
-        speech, Path(args.audio_dir), Path(args.labels), args.constrain, 4, args.reject_below
+        speech, Path(args.audio_dir), Path(args.labels), constrain, 4, args.reject_below
     )
     for s in scored:
         if not s.accepted:
@@ -191,7 +196,9 @@ def add_training_commands(
         "with --labels, plus each file it got wrong. A translation model: sacrebleu BLEU and "
         "chrF (with their signatures) of translating --src against --ref.",
     )
-    evaluate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
+    evaluate.add_argument(
+        "checkpoint", metavar="DIR", help="a run or checkpoint directory, or a pretrained name"
+    )
     evaluate.add_argument("--data", metavar="FILE", help="text file (language models)")
     evaluate.add_argument("--audio-dir", metavar="DIR", help="audio files (speech models)")
     evaluate.add_argument(
@@ -200,6 +207,9 @@ def add_training_commands(
         help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
     )
     evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
+    evaluate.add_argument(
+        "--grammar", metavar="G.yaml", help="speech: score against this grammar, constrained"
+    )
     evaluate.add_argument(
         "--reject-below",
         type=float,

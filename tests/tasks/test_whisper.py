@@ -124,3 +124,18 @@ def test_bad_models_are_one_line(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_evaluate_scores_a_pretrained_model_against_a_grammar(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    real = sorted((SHARED / "fsdd").glob("*_yweweler_3.wav"))[:3]
+    if len(real) < 3:
+        pytest.skip("../shared/data/speech/fsdd is not present")
+    (tmp_path / "digits.yaml").write_text(DIGITS)
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("".join(f"{p.name}\t{WORDS_BY_DIGIT[int(p.name[0])]}\n" for p in real))
+    args = ["evaluate", "whisper-tiny.en", "--audio-dir", str(real[0].parent)]
+    args += ["--labels", str(labels), "--grammar", str(tmp_path / "digits.yaml")]
+    assert main(args) == 0
+    assert "3 files: command acceptance" in capsys.readouterr().out
