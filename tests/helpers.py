@@ -92,3 +92,24 @@ def reversal_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
         words = [rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
         pairs.append((" ".join(words), " ".join(reversed(words))))
     return pairs
+
+
+def tiny_whisper_config(vocab_size: int, max_source_positions: int, **token_ids: int):  # noqa: ANN201
+    """A transformers WhisperConfig small enough for tests (D 64, 2 + 2 layers, 4 heads, F 128,
+    80 mel bins, 32 target positions); token_ids sets pad/bos/eos/decoder_start ids."""
+    import transformers
+
+    return transformers.WhisperConfig(
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        vocab_size=vocab_size,
+        num_mel_bins=80,
+        max_source_positions=max_source_positions,
+        max_target_positions=32,
+        **token_ids,
+    )

@@ -24,6 +24,7 @@ from glassformer.convert.ctranslate2 import (
 )
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
+from tests.helpers import tiny_whisper_config
 from tests.tokenizer.hf_byte_level import train_byte_level_bpe
 
 ctranslate2 = pytest.importorskip("ctranslate2")
@@ -44,18 +45,9 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, np.nd
         tokenizer_object=tokenizer, eos_token="<|endoftext|>", additional_special_tokens=specials
     ).save_pretrained(root / "hf")
     end, start = (tokenizer.token_to_id(t) for t in ["<|endoftext|>", "<|startoftranscript|>"])
-    config = transformers.WhisperConfig(
-        d_model=64,
-        encoder_layers=N_LAYERS,
-        decoder_layers=N_LAYERS,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        vocab_size=tokenizer.get_vocab_size() + 10,  # the converter names 10 more timestamps
-        num_mel_bins=80,
-        max_source_positions=50,
-        max_target_positions=32,
+    config = tiny_whisper_config(
+        tokenizer.get_vocab_size() + 10,  # the converter names 10 more timestamps
+        50,
         pad_token_id=end,  # the defaults are Whisper's ids, beyond this vocabulary
         bos_token_id=end,
         eos_token_id=end,

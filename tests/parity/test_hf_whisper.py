@@ -15,6 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from glassformer.convert.whisper import from_hf_whisper, rename  # noqa: E402
 from glassformer.errors import CheckpointError  # noqa: E402
+from tests.helpers import tiny_whisper_config  # noqa: E402
 
 N_MELS, SOURCE_POSITIONS = 80, 16  # HF's encoder takes exactly 2 * 16 = 32 frames
 
@@ -22,23 +23,8 @@ N_MELS, SOURCE_POSITIONS = 80, 16  # HF's encoder takes exactly 2 * 16 = 32 fram
 @pytest.fixture(scope="module")
 def hf_whisper() -> torch.nn.Module:
     torch.manual_seed(0)
-    config = transformers.WhisperConfig(
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        vocab_size=100,
-        num_mel_bins=N_MELS,
-        max_source_positions=SOURCE_POSITIONS,
-        max_target_positions=32,
-        decoder_start_token_id=1,
-        pad_token_id=0,
-        eos_token_id=2,
-        bos_token_id=2,
-    )
+    ids = {"decoder_start_token_id": 1, "pad_token_id": 0, "eos_token_id": 2, "bos_token_id": 2}
+    config = tiny_whisper_config(100, SOURCE_POSITIONS, **ids)
     return transformers.WhisperForConditionalGeneration(config).eval()
 
 
