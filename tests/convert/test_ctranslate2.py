@@ -32,7 +32,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 QUANTIZATIONS = [None, "float16", "int8", "int16", "bfloat16"]
-N_LAYERS = 2
+N_LAYERS = 2  # as tiny_whisper_config builds it
 
 
 @pytest.fixture(scope="module")
