@@ -214,7 +214,7 @@ def add_training_commands(
         "--reject-below",
         type=float,
         help="constrained: reject commands less confident than this (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.02 for Whisper)",
+        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
     )
     evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
     evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")

@@ -237,7 +237,7 @@ def add_voice_commands(
         "--reject-below",
         type=float,
         help="constrained: reject commands less confident than this (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.02 for Whisper)",
+        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
     )
     transcribe.add_argument("--beam", type=int, default=4, help="beam size")
     transcribe.add_argument("--device", default="cpu", help="cpu, cuda, ...")

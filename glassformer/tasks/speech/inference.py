@@ -32,6 +32,7 @@ from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
+WORD_CASE = re.compile(r" [A-Z][a-z']*|[A-Z][a-z']+")  # " One", "One": a capital first letter
 GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces: normalized text
 
 
@@ -219,14 +220,20 @@ def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN20
 
 def grammar_token_texts(tokenizer: Tokenizer, never: list[int]) -> list[str]:
     """Each token's text as a grammar reads it: lower case; "" (never allowed) for special
-    tokens and for any text a normalized sentence cannot contain (digits, punctuation,
-    capitals are lowered). A pretrained tokenizer writes " Make" and "."; the grammar sees
-    " make", and the period is not allowed, so numbers come out as the grammar's words."""
+    tokens and for any text a normalized sentence cannot contain (digits, punctuation).
+
+    A pretrained tokenizer writes " Make" and "."; the grammar sees " make", the period is
+    not allowed, so numbers come out as the grammar's words. Capitals are allowed only as a
+    word's first letter (" One", "One"): else the beam spells "ONE", "onE" or "NiNe" out of
+    odd pieces when the audio is unclear, and those spellings were a share of the misses on
+    real spoken digits.
+    """
     specials = set(tokenizer.special_tokens.values()) | set(never)
     texts = []
     for token in range(tokenizer.vocab_size):
-        text = "" if token in specials else tokenizer.decode([token]).lower()
-        texts.append(text if GRAMMAR_TEXT.fullmatch(text) else "")
+        text = "" if token in specials else tokenizer.decode([token])
+        natural = text == text.lower() or WORD_CASE.fullmatch(text)
+        texts.append(text.lower() if natural and GRAMMAR_TEXT.fullmatch(text.lower()) else "")
     return texts
 
 
