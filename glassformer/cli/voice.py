@@ -40,7 +40,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     from glassformer.tasks.speech.training import train_speech
     from glassformer.train.config import TrainConfig
     from glassformer.voice.grammar import Grammar
-    from glassformer.voice.synth import synthesize
+    from glassformer.voice.synth import read_dataset_info, synthesize
 
     out = Path(args.out)
     data_dir = Path(args.data) if args.data else out / "data"
@@ -50,7 +50,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         synthesize(
             Grammar.from_yaml(grammar_path), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
         )
-    info = dataset_settings(data_dir)
+    info = read_dataset_info(data_dir)  # what `voice synth` recorded: grammar, noise folder
     grammar_path = speech_grammar(args.grammar, info, data_dir)
     noise_dir = args.noise_dir or info.get("noise_dir") or ""
     preset = SPEECH_PRESETS[args.preset]
@@ -89,16 +89,9 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     )
 
 
-def dataset_settings(data_dir: Path) -> dict:
-    """What `voice synth` recorded about a dataset (its grammar, noise folder), or {}."""
-    from glassformer.voice.synth import read_dataset_info
-
-    return read_dataset_info(data_dir)
-
-
 def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
-    """The grammar to train for: the dataset's own, unless --grammar names another file with
-    the same sentences' source (a different grammar would mislabel every clip)."""
+    """The grammar to train for: the one the dataset was synthesized from; --grammar may name
+    it again (or a copy with the same content), never another (it would mislabel every clip)."""
     from glassformer.errors import GlassformerError
 
     recorded = info.get("grammar")
