@@ -23,6 +23,7 @@ tokenizer (tokenizer/hf_json.py), the log-mel features (audio/features.py).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -191,17 +192,21 @@ CT2_SETTINGS = re.compile(r"^(encoder|decoder)/[a-z_]+$")  # 0-d settings such a
 
 
 def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.Tensor]:
-    """A CTranslate2 WhisperSpec's variables as a Hugging Face Whisper state dict (float32).
+    """A CTranslate2 WhisperSpec's variables as a Hugging Face Whisper state dict.
 
     Fused q/k/v (and cross-attention k/v) are split into separate projections; the key bias,
     which CTranslate2 stores as zeros, is dropped (Whisper has none); layer-norm gamma/beta
-    become weight/bias. The tied output projection is left out.
+    become weight/bias. The tied output projection is left out. The tensors share the
+    arrays' memory and keep their dtype (float16 for tiny.en): loading into the float32 model
+    converts them, so the weights are never held twice in float32 (peak memory).
     """
     state: dict[str, torch.Tensor] = {}
     for name, array in variables.items():
         if name == "decoder/projection/weight" or CT2_SETTINGS.match(name):
             continue
-        tensor = torch.from_numpy(np.asarray(array, dtype=np.float32))
+        with warnings.catch_warnings():  # read-only file buffers: we never write to them
+            warnings.simplefilter("ignore", UserWarning)
+            tensor = torch.from_numpy(np.ascontiguousarray(array))
         name = name.replace("/gamma", "/weight").replace("/beta", "/bias")
         match = CT2_LAYER.match(name)
         if not match:
