@@ -176,10 +176,11 @@ def transcribe_file(
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
     """Token-level grammar constraint: the beam may only write what the grammar can say."""
-    if speech.token_texts is None:
+    if speech.token_texts is None or speech.closers is None:  # once per model: 50k decodes
         texts = grammar_token_texts(speech.tokenizer, speech.suppress)
         padding = speech.model.config.tgt_vocab_size - len(texts)  # Whisper's timestamp ids
         speech.token_texts = texts + [""] * padding
+        speech.closers = sentence_closers(speech.tokenizer, speech.suppress)
     grammar = speech.grammar
     return TextConstraint(
         speech.token_texts,
@@ -188,7 +189,7 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         speech.eos,
         start=len(speech.prompt),
         keep=beam_size,
-        closers=sentence_closers(speech.tokenizer, speech.suppress),
+        closers=speech.closers,
     )
 
 

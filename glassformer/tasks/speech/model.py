@@ -27,3 +27,4 @@ class SpeechModel:
     suppress_at_start: list[int] = field(default_factory=list)  # never the first token
     reject_below: float = 0.3  # constrained results less confident than this are rejected
     token_texts: list[str] | None = None  # each token's text as the grammar reads it
+    closers: list[int] | None = None  # tokens that may only end a sentence ('.', '!', '?')
