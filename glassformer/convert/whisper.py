@@ -210,7 +210,7 @@ def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.T
         name = name.replace("/gamma", "/weight").replace("/beta", "/bias")
         match = CT2_LAYER.match(name)
         if not match:
-            state.update(split_top(name, tensor))
+            state[rename_ctranslate2(name, CT2_TOP, name).replace("/", ".")] = tensor
             continue
         stack, index, rest = match.groups()
         prefix = f"{stack}.layers.{index}."
@@ -224,10 +224,6 @@ def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.T
         else:
             state[prefix + rename_ctranslate2(rest, CT2_BLOCK, name).replace("/", ".")] = tensor
     return state
-
-
-def split_top(name: str, tensor: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {rename_ctranslate2(name, CT2_TOP, name).replace("/", "."): tensor}
 
 
 def rename_ctranslate2(rest: str, table: Mapping[str, str], name: str) -> str:

@@ -143,7 +143,7 @@ def speech_maps(directory: Path, audio: str | Path) -> dict[str, AttentionMaps]:
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
     speech = load_speech_model(directory)
     model, tokenizer = speech.model, speech.tokenizer
-    heard = transcribe_file(speech, audio, beam_size=1).text  # its errors name the file
+    heard = transcribe_file(speech, audio, beam_size=1, waveform=waveform).text  # names the file
     _, bos, eos = special_ids(tokenizer)
     written = tokenizer.encode(heard)[: model.config.max_tgt_len - 2]  # re-encoded may be longer
     ids = [bos, *written, eos]

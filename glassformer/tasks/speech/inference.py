@@ -162,12 +162,15 @@ def transcribe_file(
     beam_size: int = 4,
     constrain: bool = False,
     reject_below: float | None = None,
+    waveform: np.ndarray | None = None,
 ) -> Transcript:
-    """transcribe() on an audio file; every error about the clip names the file."""
+    """transcribe() on an audio file (or its `waveform`, when the caller has read it already);
+    every error about the clip names the file."""
     from glassformer.audio.io import load_audio
 
     check_beam_size(beam_size)  # a bad flag, not a bad file
-    waveform = load_audio(path)  # its errors name the file already
+    if waveform is None:
+        waveform = load_audio(path)  # its errors name the file already
     try:
         return transcribe(speech, waveform, beam_size, constrain, reject_below)
     except GlassformerError as error:
@@ -177,10 +180,9 @@ def transcribe_file(
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
     """Token-level grammar constraint: the beam may only write what the grammar can say."""
     if speech.token_texts is None or speech.closers is None:  # once per model: 50k decodes
-        texts = grammar_token_texts(speech.tokenizer, speech.suppress)
+        texts, speech.closers = grammar_reading(speech.tokenizer, speech.suppress)
         padding = speech.model.config.tgt_vocab_size - len(texts)  # Whisper's timestamp ids
         speech.token_texts = texts + [""] * padding
-        speech.closers = sentence_closers(speech.tokenizer, speech.suppress)
     grammar = speech.grammar
     return TextConstraint(
         speech.token_texts,
@@ -191,16 +193,6 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         keep=beam_size,
         closers=speech.closers,
     )
-
-
-def sentence_closers(tokenizer: Tokenizer, never: list[int]) -> list[int]:
-    """Tokens that only end a sentence ('.', '!', '?'): allowed once the grammar accepts it."""
-    specials = set(tokenizer.special_tokens.values()) | set(never)
-    return [
-        token
-        for token in range(tokenizer.vocab_size)
-        if token not in specials and CLOSER_TEXT.fullmatch(tokenizer.decode([token]))
-    ]
 
 
 def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN201
@@ -219,9 +211,12 @@ def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN20
     return restrict
 
 
-def grammar_token_texts(tokenizer: Tokenizer, never: list[int]) -> list[str]:
-    """Each token's text as a grammar reads it: lower case; "" (never allowed) for special
-    tokens and for any text a normalized sentence cannot contain (digits, punctuation).
+def grammar_reading(tokenizer: Tokenizer, never: list[int]) -> tuple[list[str], list[int]]:
+    """Each token's text as a grammar reads it, and the tokens that may only end a sentence.
+
+    Texts are lower case; "" (never allowed) for special tokens and for any text a
+    normalized sentence cannot contain (digits, punctuation). Closers are tokens made only of
+    '.', '!' or '?': allowed once the grammar accepts the sentence, adding no words.
 
     A pretrained tokenizer writes " Make" and "."; the grammar sees " make", the period is
     not allowed, so numbers come out as the grammar's words. Capitals are allowed only as a
@@ -230,12 +225,14 @@ def grammar_token_texts(tokenizer: Tokenizer, never: list[int]) -> list[str]:
     real spoken digits.
     """
     specials = set(tokenizer.special_tokens.values()) | set(never)
-    texts = []
+    texts, closers = [], []
     for token in range(tokenizer.vocab_size):
         text = "" if token in specials else tokenizer.decode([token])
         natural = text == text.lower() or WORD_CASE.fullmatch(text)
         texts.append(text.lower() if natural and GRAMMAR_TEXT.fullmatch(text.lower()) else "")
-    return texts
+        if CLOSER_TEXT.fullmatch(text):
+            closers.append(token)
+    return texts, closers
 
 
 def strip(tokens: list[int], start: int, eos: int) -> list[int]:
