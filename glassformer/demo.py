@@ -16,10 +16,9 @@ import random
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from glassformer.audio.augment import add_noise
-from glassformer.audio.io import load_audio
+from glassformer.audio.io import SAMPLE_RATE, load_audio
 from glassformer.corpora import default_cache_root
 from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
 from glassformer.tasks.speech.inference import (
@@ -131,23 +130,13 @@ def print_table(condition: str, scored: list[Scored], rows: list[dict]) -> None:
     print()
 
 
-@torch.inference_mode()
 def draw_cross_attention(speech, waveform: np.ndarray, heard: str, path: Path) -> None:  # noqa: ANN001
     """Teacher-force the model's own transcription `heard` of `waveform` and plot its last
     decoder block's cross-attention, averaged over heads."""
-    from glassformer.audio.augment import trim_silence
-    from glassformer.audio.features import compute_features
+    from glassformer.explain.attention_maps import clip_cross_attention
     from glassformer.explain.plots import plot_cross_attention
-    from glassformer.explain.trace import attention_probabilities
-    from glassformer.tasks.common import special_ids
 
-    tokenizer, model = speech.tokenizer, speech.model
-    _, bos, eos = special_ids(tokenizer)
-    ids = [bos, *tokenizer.encode(heard), eos]
-    features = compute_features(torch.from_numpy(trim_silence(waveform)), speech.features)[None]
-    memory, _ = model.encode(features)
-    with attention_probabilities(model.decoder.blocks[-1].cross_attn) as captured:
-        model.decode(torch.tensor([ids[:-1]]), memory)
-    probs = captured[0][0].mean(dim=0).numpy()  # (T, S)
-    labels = [tokenizer.decode([i]) for i in ids[1:]]
-    plot_cross_attention(probs, labels, 0.04, path, f'"{heard}"')  # 4 frames of 10 ms each
+    maps = clip_cross_attention(speech, waveform, heard)
+    probs = maps.probs[-1].mean(axis=0)  # (T, S): the last block, averaged over heads
+    seconds = len(maps.waveform) / SAMPLE_RATE
+    plot_cross_attention(probs, maps.queries, seconds / probs.shape[1], path, f'"{heard}"')

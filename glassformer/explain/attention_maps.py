@@ -18,6 +18,7 @@ Not here: attention rollout or other ways of combining layers; batches of inputs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -132,33 +133,48 @@ def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     }
 
 
-def speech_maps(directory: Path, audio: str | Path) -> dict[str, AttentionMaps]:
+def speech_maps(directory: Path | str, audio: str | Path) -> dict[str, AttentionMaps]:
     """The decoder's cross-attention over the clip, for its own (greedy) transcription."""
-    from glassformer.audio.augment import trim_silence
-    from glassformer.audio.features import SAMPLE_RATE, compute_features
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.common import special_ids
     from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
 
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
     speech = load_speech_model(directory)
-    model, tokenizer = speech.model, speech.tokenizer
     heard = transcribe_file(speech, audio, beam_size=1, waveform=waveform).text  # names the file
-    _, bos, eos = special_ids(tokenizer)
-    written = tokenizer.encode(heard)[: model.config.max_tgt_len - 2]  # re-encoded may be longer
-    ids = [bos, *written, eos]
-    trimmed = trim_silence(waveform)  # what transcribe() encoded
-    features = compute_features(torch.from_numpy(trimmed), speech.features)[None]  # (1, M, N)
-    with torch.no_grad():
-        memory, _ = model.encode(features)  # (1, S, D): S = N / 4 with the conv front end
-    blocks = model.decoder.blocks
+    return {"cross": clip_cross_attention(speech, waveform, heard)}
+
+
+@torch.no_grad()
+def clip_cross_attention(speech, waveform: np.ndarray, heard: str) -> AttentionMaps:  # noqa: ANN001
+    """Every decoder block's cross-attention while it writes `heard` for the clip, over the
+    encoder positions that hold the clip's audio (Whisper's 30-s window: its first part).
+
+    Shapes:
+        probs of the result: (L, H, T, S), S positions covering the clip's heard audio
+    """
+    from glassformer.audio.io import SAMPLE_RATE
+    from glassformer.tasks.speech.inference import clip_audio, clip_features
+
+    model, tokenizer = speech.model, speech.tokenizer
+    heard_audio = clip_audio(speech, waveform)  # what transcribe() encoded
+    features = clip_features(speech, waveform)[None]  # (1, M, N)
+    memory, _ = model.encode(features)  # (1, S, D): S = N / 2 or N / 4 with conv front ends
+    space = " " if len(speech.prompt) > 1 else ""  # Whisper (several prompt tokens) writes
+    written = tokenizer.encode(space + heard)  # " one" where a model trained here writes "one"
+    written = written[: model.config.max_tgt_len - len(speech.prompt) - 1]
+    ids = [*speech.prompt, *written, speech.eos]
     probs = run_traced(
-        [b.cross_attn for b in blocks], lambda: model.decode(torch.tensor([ids[:-1]]), memory)
+        [b.cross_attn for b in model.decoder.blocks],
+        lambda: model.decode(torch.tensor([ids[:-1]]), memory),
     )  # (L, H, T, S)
-    seconds = len(trimmed) / SAMPLE_RATE
+    probs = probs[:, :, len(speech.prompt) - 1 :]  # the rows that write the transcript
+    seconds = len(heard_audio) / SAMPLE_RATE
+    positions_per_second = memory.size(1) * speech.features.frames_per_second / features.size(-1)
+    probs = probs[..., : max(1, math.ceil(seconds * positions_per_second))]
     shown = heard if len(heard) <= 50 else heard[:49] + "…"  # a long title would be cut off
     title = f'cross-attention over {seconds:.2f} s of audio: "{shown}"'
-    return {"cross": AttentionMaps(probs, token_labels(tokenizer, ids[1:]), [], title, trimmed)}
+    labels = token_labels(tokenizer, ids[len(speech.prompt) :])
+    return AttentionMaps(probs, labels, [], title, heard_audio)
 
 
 def collect_attention(

@@ -66,3 +66,14 @@ def test_tempo_changes_duration_but_not_the_spectrum() -> None:
     assert faster.shape == (13, round(101 / 1.25))
     middle = features[:, 10:90].mean(-1)
     assert torch.allclose(faster[:, 8:72].mean(-1), middle, atol=1e-3)  # same sound, shorter
+
+
+def test_loudest_window_finds_the_command_in_a_long_noisy_clip() -> None:
+    rng = np.random.default_rng(0)
+    noise = (0.01 * rng.standard_normal(16_000 * 40)).astype(np.float32)  # 40 s of hiss
+    noise[16_000 * 31 : 16_000 * 33] += tone(seconds=2.0)  # a 2-s "command" at 31 s
+    window = augment.loudest_window(noise, 30.0)
+    assert len(window) == 16_000 * 30
+    assert np.abs(window).max() == np.abs(noise).max()  # the command is inside
+    short = noise[:16_000]
+    assert augment.loudest_window(short, 30.0) is short

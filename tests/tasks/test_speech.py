@@ -207,3 +207,20 @@ def test_train_speech_uses_the_noise_dir_given_to_synth(tmp_path: Path) -> None:
     )
     resumed = json.loads((out / "last" / "config.json").read_text())
     assert resumed["step"] == 4 and resumed["config"] == saved["config"]
+
+
+def test_a_batch_of_clips_of_different_lengths_transcribes_as_one_by_one(
+    trained: tuple[Path, Path, Path],
+) -> None:
+    from glassformer.tasks.speech.inference import transcribe_many
+
+    _, data, run = trained
+    speech = load_speech_model(run)
+    clips = [load_audio(data / r["audio"]) for r in read_manifest(data)[:5]]
+    assert len({len(c) for c in clips}) > 1  # the encoder sees a padded batch
+    alone = [transcribe(speech, clip, constrain=True) for clip in clips]
+    together = transcribe_many(speech, clips, constrain=True, encoder_batch=3)
+    assert [t.text for t in together] == [t.text for t in alone]
+    assert [t.intent for t in together] == [t.intent for t in alone]
+    for a, b in zip(alone, together, strict=True):
+        assert b.confidence == pytest.approx(a.confidence, rel=1e-4)

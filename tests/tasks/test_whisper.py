@@ -87,6 +87,32 @@ def test_a_grammar_is_understood_with_no_training(whisper, tmp_path: Path) -> No
     assert all(h.intent == "digit" and 0 < h.confidence <= 1 for h in heard)
 
 
+def test_long_recordings_and_batches(whisper, clips: list[Path], tmp_path: Path) -> None:  # noqa: ANN001
+    """A command 31 s into 40 s of hiss with runs of digital zeros (longer than Whisper's 30-s
+    window) is still heard; a batch through the encoder equals the clips one by one."""
+    from glassformer.tasks.speech.inference import transcribe_many
+    from glassformer.voice.grammar import Grammar
+
+    (tmp_path / "digits.yaml").write_text(DIGITS)
+    whisper.grammar, whisper.token_texts = Grammar.from_yaml(tmp_path / "digits.yaml"), None
+    try:
+        command = load_audio(clips[0])  # espeak-ng saying "seven"
+        rng = np.random.default_rng(0)
+        long = (0.002 * rng.standard_normal(16_000 * 40)).astype(np.float32)
+        long[: 16_000 * 5] = 0.0  # exact digital zeros, as real recordings have
+        long[16_000 * 31 : 16_000 * 31 + len(command)] += command
+        heard = transcribe(whisper, long, 4, constrain=True)
+        assert heard.slots == {"digit": "seven"}, heard
+        waveforms = [load_audio(path) for path in clips[:4]]
+        alone = [transcribe(whisper, w, 2, constrain=True) for w in waveforms]
+        together = transcribe_many(whisper, waveforms, 2, constrain=True)
+    finally:
+        whisper.grammar, whisper.token_texts = None, None
+    assert [t.text for t in together] == [t.text for t in alone]
+    for a, b in zip(alone, together, strict=True):
+        assert b.confidence == pytest.approx(a.confidence, rel=1e-4)
+
+
 WORDS_BY_DIGIT = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 

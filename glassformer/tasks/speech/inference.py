@@ -1,11 +1,11 @@
 """Transcription: audio -> MFCC -> encoder -> beam search -> words -> intent and slots.
 
 Long real recordings are mostly silence around a short command: leading and trailing silence
-is trimmed first (audio/augment.trim_silence). With `constrain`, beam search may only write
-token sequences the grammar can produce (decoding/constraints.py), so the result is always a
-command; when even the best of them is unlikely (confidence below the model's reject_below)
-the command
-is rejected (intent None) rather than guessed.
+is trimmed first (audio/augment.trim_silence), and a clip still longer than the model takes
+keeps its loudest stretch (audio/augment.loudest_window). With `constrain`, beam search may
+only write token sequences the grammar can produce (decoding/constraints.py), so the result
+is always a command; when even the best of them is unlikely (confidence below the model's
+reject_below) the command is rejected (intent None) rather than guessed.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from glassformer.audio.augment import trim_silence
+from glassformer.audio.augment import loudest_window, trim_silence
 from glassformer.audio.features import FeatureConfig, compute_features
+from glassformer.audio.io import SAMPLE_RATE
 from glassformer.configs import config_from_dict
 from glassformer.decoding.config import check_beam_size
 from glassformer.decoding.constraints import TextConstraint
@@ -92,6 +93,31 @@ def default_decoding(tokenizer: Tokenizer) -> dict:
     return {"prompt": [bos], "eos": eos, "suppress": [pad, bos]}
 
 
+def clip_audio(speech: SpeechModel, waveform: np.ndarray) -> np.ndarray:
+    """The part of a clip (16 kHz mono) its model hears.
+
+    Leading and trailing silence is trimmed; a clip still longer than the model takes (a
+    long noisy recording) keeps its loudest stretch of that length, where the command is.
+    """
+    if not waveform.any():
+        raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
+    waveform = trim_silence(waveform)
+    longest = speech.model.max_frames / speech.features.frames_per_second  # seconds
+    return loudest_window(waveform, longest) if len(waveform) > longest * SAMPLE_RATE else waveform
+
+
+def clip_features(speech: SpeechModel, waveform: np.ndarray) -> torch.Tensor:
+    """clip_audio() as the features its model reads.
+
+    Shapes:
+        waveform: (L,)   returns: (M, N), N <= model.max_frames
+    """
+    heard = clip_audio(speech, waveform)
+    device = next(speech.model.parameters()).device
+    features = compute_features(torch.from_numpy(heard).to(device), speech.features)
+    return features[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
+
+
 @torch.inference_mode()
 def transcribe(
     speech: SpeechModel,
@@ -106,31 +132,68 @@ def transcribe(
     result whose confidence is below `reject_below` (None: the model's own threshold) is
     rejected (intent None).
     """
-    from glassformer.decoding.search import beam_search
+    return transcribe_many(speech, [waveform], beam_size, constrain, reject_below)[0]
 
+
+@torch.inference_mode()
+def transcribe_many(
+    speech: SpeechModel,
+    waveforms: list[np.ndarray],
+    beam_size: int = 4,
+    constrain: bool = False,
+    reject_below: float | None = None,
+    encoder_batch: int = 8,
+) -> list[Transcript]:
+    """transcribe() for several clips, the encoder run on up to `encoder_batch` at once
+    (one pass over a padded batch: where a server's throughput comes from); each clip is
+    then decoded on its own memory. Equal to transcribing them one by one.
+    """
     check_beam_size(beam_size)
-    if not waveform.any():
-        raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
     if constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
+    results = []
+    for first in range(0, len(waveforms), encoder_batch):
+        features = [clip_features(speech, w) for w in waveforms[first : first + encoder_batch]]
+        lengths = torch.tensor([f.size(-1) for f in features])
+        batch = pad_features(features)  # (B, M, N)
+        same = bool((lengths == lengths[0]).all())
+        memory, padding = speech.model.encode(batch, None if same else lengths.to(batch.device))
+        for row in range(len(features)):
+            valid = memory.size(1) if padding is None else int(padding[row].sum())
+            clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
+            results.append(decode_clip(speech, clip, beam_size, constrain, reject_below))
+    return results
+
+
+def pad_features(features: list[torch.Tensor]) -> torch.Tensor:
+    """Shapes: features: B x (M, N_i)   returns: (B, M, max N_i), zero-padded"""
+    longest = max(f.size(-1) for f in features)
+    padded = [torch.nn.functional.pad(f, (0, longest - f.size(-1))) for f in features]
+    return torch.stack(padded)
+
+
+def decode_clip(
+    speech: SpeechModel,
+    memory: torch.Tensor,
+    beam_size: int,
+    constrain: bool,
+    reject_below: float | None,
+) -> Transcript:
+    """Beam search over one clip's encoder memory, then the grammar's reading of the words.
+
+    Shapes:
+        memory: (1, S, D)
+    """
+    from glassformer.decoding.search import beam_search
+
     model, tokenizer, eos = speech.model, speech.tokenizer, speech.eos
-    waveform = trim_silence(waveform)
-    device = next(model.parameters()).device
-    features = compute_features(torch.from_numpy(waveform).to(device), speech.features)[None]
-    if features.size(-1) > model.max_frames:
-        rate = speech.features.frames_per_second
-        raise GlassformerError(
-            f"the speech lasts {features.size(-1) / rate:.1f} s after trimming "
-            f"silence; the model takes at most {model.max_frames / rate:.1f} s"
-        )
-    memory, padding = model.encode(features)  # (1, S, D)
     K = beam_size
-    memory_k = memory.repeat_interleave(K, dim=0)  # (K, S, D): one copy per beam
+    memory_k = memory.expand(K, -1, -1)  # (K, S, D): one view per beam, no copy
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
         return model.decode(tokens, memory_k, None, cache)
 
-    prompt = torch.tensor([speech.prompt], device=device)
+    prompt = torch.tensor([speech.prompt], device=memory.device)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
     hypotheses, scores = beam_search(
         step,
