@@ -84,15 +84,18 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
                 raise GlassformerError(f"{where}: empty alternative in {token!r}")
             elements.append(tuple(tuple(o) for o in options))
         elif token.startswith("("):
-            words = normalize(token[1:-1]).split()
-            if not words:
+            items: list[str | Slot] = []  # words, or a slot: "(please)", "($period:period)"
+            for part in token[1:-1].split():
+                items += (
+                    [slot(part, slot_types, expression, where)]
+                    if part.startswith("$")
+                    else normalize(part).split()
+                )
+            if not items:
                 raise GlassformerError(f"{where}: empty optional {token!r} in {expression!r}")
-            elements.append(((), tuple(words)))  # optional: nothing, or the words
+            elements.append(((), tuple(items)))  # optional: nothing, or the items
         elif token.startswith("$"):
-            slot_type, name = token[1:].split(":")
-            if slot_type not in slot_types:
-                raise GlassformerError(f"{where}: unknown slot type ${slot_type} in {expression!r}")
-            elements.append(((Slot(slot_type, name),),))
+            elements.append(((slot(token, slot_types, expression, where),),))
         else:
             for word in normalize(token).split():
                 elements.append(((word,),))
@@ -101,6 +104,14 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
     if all(() in element for element in elements):
         raise GlassformerError(f"{where}: every word of {expression!r} is optional")
     return elements
+
+
+def slot(token: str, slot_types: set[str], expression: str, where: str) -> Slot:
+    """ "$type:name" -> Slot(type, name), the type checked against the grammar's slots."""
+    slot_type, _, name = token[1:].partition(":")
+    if slot_type not in slot_types or not name:
+        raise GlassformerError(f"{where}: unknown slot type ${slot_type} in {expression!r}")
+    return Slot(slot_type, name)
 
 
 def content_sha256(expressions: dict[str, list[str]], slots: dict[str, list[str]]) -> str:

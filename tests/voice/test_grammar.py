@@ -287,3 +287,26 @@ def test_pattern_handles_optional_words_and_slots() -> None:
     assert grammar.can_continue("i want a extra l")
     assert not grammar.can_continue("i want a medium")
     assert not grammar.can_continue("want")
+
+
+def test_a_slot_may_be_optional() -> None:
+    """Rhino's "($type:name)": the slot is said or not; said, it is reported (it was read
+    as the words "type name" before)."""
+    grammar = Grammar(
+        {"book": ["at $hour:hour ($period:period)"]},
+        {"hour": ["one", "two"], "period": ["a m", "o'clock"]},
+    )
+    assert grammar.parse("at two").slots == {"hour": "two"}
+    assert grammar.parse("at one a m").slots == {"hour": "one", "period": "a m"}
+    assert grammar.parse("at one period period") is None
+    assert grammar.count() == 6 and grammar.can_continue("at one o")
+    with pytest.raises(GlassformerError, match="unknown slot type"):
+        Grammar({"book": ["at ($minute:minute)"]}, {"hour": ["one"]})
+    appointments = DESKTOP.parent / "appointments.yaml"
+    command = Grammar.from_yaml(appointments).parse("march twenty first at ten a m")
+    assert command.slots == {
+        "month": "march",
+        "date": "twenty first",
+        "hour": "ten",
+        "period": "a m",
+    }
