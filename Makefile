@@ -10,11 +10,12 @@
 # multi-GB CUDA build. Override for a GPU machine, e.g. make test TORCH_SPEC='torch==2.13.0'.
 
 PYTHON ?= python3
-# Debian packages: voices for synthesizing training speech, the Ding dictionary whose
-# English-German example sentences are the default translation corpus, and the headless
-# browser and its driver that the `glassformer serve` page tests run in
+# Debian packages: voices for synthesizing training speech, a real person's recorded words
+# (the demo's real test speech), the Ding dictionary whose English-German example sentences
+# are the default translation corpus, and the headless browser and its driver that the
+# `glassformer serve` page tests run in
 DEBIAN_PACKAGES := espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts \
-  trans-de-en chromium chromium-driver
+  asterisk-core-sounds-en-wav trans-de-en chromium chromium-driver
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python

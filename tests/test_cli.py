@@ -86,6 +86,7 @@ def test_demo_runs_the_main_job_end_to_end_at_a_tiny_size(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "1/4" in out and "4/4" in out and "command acceptance" in out
-    assert (tmp_path / "demo" / "cross_attention.png").is_file()
+    assert "from scratch" in out and "real human speech" in out
+    assert (tmp_path / "demo" / "cross_attention_scratch.png").is_file()
     assert main(args) == 0
     assert "reusing the trained model" in capsys.readouterr().out

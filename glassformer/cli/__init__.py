@@ -79,18 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="the main job end to end: synthesize, train, transcribe spoken commands",
-        description="Synthesize the default grammar's spoken commands with every installed "
-        "voice, train the speech Transformer on the CPU (a few minutes; reused on a second "
-        "run), then transcribe clips by voices never heard in training, clean and noisy, and "
-        "draw the decoder's cross-attention over the audio.",
+        help="the main job end to end: real spoken commands to intent, two ways",
+        description="Book appointments by voice (voice/grammars/appointments.yaml): train "
+        "the speech Transformer from scratch on synthesized commands (a few minutes on the "
+        "CPU; reused on a second run), load Whisper tiny.en's weights into the same code "
+        "(zero-shot, grammar-constrained), and let both transcribe real human speech "
+        "(commands put together from Debian's asterisk-core-sounds-en recorded voice) clean "
+        "and with cafe noise, side by side; then draw each one's cross-attention.",
         formatter_class=formatter,
     )
     demo.add_argument("--out", default="runs/demo", help="run directory")
     demo.add_argument("--clips", type=int, default=2500, help="clips to synthesize")
     demo.add_argument("--steps", type=int, help="training steps (default: the preset's)")
     demo.add_argument("--preset", default="small", choices=["small", "tiny"])
-    demo.add_argument("--test-clips", type=int, default=40, help="held-out clips to transcribe")
+    demo.add_argument("--test-clips", type=int, default=30, help="real commands to transcribe")
     demo.set_defaults(handler=cmd_demo)
     add_tokenizer_commands(commands, formatter)
     train_tasks = add_training_commands(commands, formatter)

@@ -34,6 +34,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -49,6 +50,7 @@ MANIFEST = "manifest.jsonl"
 DATASET_INFO = "dataset.json"
 ESPEAK_VARIANTS_MAX = 12  # variants per espeak-ng accent (the rest sound alike)
 MAX_CLIPS = 1_000_000  # clips one dataset may hold (about 30 GB of WAV at 2 s a clip)
+LETTER_RUN = re.compile(r"\b[a-z](?: [a-z]\b)+")  # "a m", "p m": letters said one by one
 BATCH_CLIPS = 64  # clips planned and rendered at a time, so the first appear at once
 
 
@@ -152,6 +154,13 @@ def tts_command(voice: Voice, text: str, rng: random.Random, raw: Path) -> list[
     return ["text2wave", "-eval", setup, "-o", str(raw), str(script)]  # text2wave keeps one -eval
 
 
+def spoken_form(text: str) -> str:
+    """What a TTS engine is given for a grammar sentence: runs of one-letter words become an
+    abbreviation ("ten a m" -> "ten a.m."), which engines spell out (they read a lone "a"
+    as the article)."""
+    return LETTER_RUN.sub(lambda run: ".".join(run.group(0).split()) + ".", text)
+
+
 def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
     """Speak `text` with `voice` at a random speed and pitch into a 16 kHz WAV at `path`."""
     import numpy as np
@@ -160,7 +169,8 @@ def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
-        subprocess.run(tts_command(voice, text, rng, raw), capture_output=True, check=True)
+        command = tts_command(voice, spoken_form(text), rng, raw)
+        subprocess.run(command, capture_output=True, check=True)
         waveform = load_audio(raw)
     peak = float(np.abs(waveform).max()) or 1.0
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))

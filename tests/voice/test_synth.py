@@ -220,3 +220,11 @@ def test_written_files_get_the_users_umask(tmp_path: Path, fake_render: list) ->
         os.umask(old)
     for name in ("clips/000000.wav", "manifest.jsonl", "dataset.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+
+
+def test_letters_said_one_by_one_reach_the_tts_engine_as_an_abbreviation() -> None:
+    from glassformer.voice.synth import spoken_form
+
+    assert spoken_form("today at ten a m") == "today at ten a.m."
+    assert spoken_form("march first at two p m please") == "march first at two p.m. please"
+    assert spoken_form("i want a large coffee") == "i want a large coffee"  # lone letters stay
