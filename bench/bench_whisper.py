@@ -3,6 +3,7 @@ grammar, with noise, and its speed beside CTranslate2 running the same weights.
 
     .venv/bin/python bench/bench_whisper.py digits [--split test|all] [--snr 24 18 12 6]
     .venv/bin/python bench/bench_whisper.py words  [--snr ...]
+    (either with --model RUN_DIR: a model trained here, or a fine-tuned one, on the same clips)
     .venv/bin/python bench/bench_whisper.py speed  [--clips 20]
 
 digits: FSDD (6 speakers, 8 kHz) against bench/grammars/digits.yaml; words:
@@ -44,12 +45,14 @@ def commands() -> tuple[list[Path], list[str]]:
     return files, [p.parent.name for p in files]
 
 
-def accuracy(grammar: Path, files: list[Path], truth: list[str], snrs: list[float]) -> dict:
+def accuracy(
+    grammar: Path, files: list[Path], truth: list[str], snrs: list[float], model: str
+) -> dict:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.inference import load_speech_model, transcribe
 
-    speech = load_speech_model("whisper-tiny.en", grammar=grammar)
+    speech = load_speech_model(model, grammar=grammar)
     noises = [load_audio(p) for p in sorted((SHARED / "noise").glob("*.wav"))]
     clips = [load_audio(p) for p in files]
     result = {"files": len(files)}
@@ -118,15 +121,17 @@ def main() -> None:
     parser.add_argument("--snr", type=float, nargs="*", default=[], help="noise levels, dB")
     parser.add_argument("--clips", type=int, default=20, help="speed: clips to time")
     parser.add_argument("--grammar", type=Path, help="another grammar YAML")
+    parser.add_argument("--model", default="whisper-tiny.en", help="a name or a run directory")
     args = parser.parse_args()
     if args.what == "speed":
         result = speed(args.clips)
     elif args.what == "digits":
         grammar = args.grammar or ROOT / "bench/grammars/digits.yaml"
-        result = accuracy(grammar, *fsdd(args.split), args.snr)
+        result = accuracy(grammar, *fsdd(args.split), args.snr, args.model)
     else:
-        result = accuracy(args.grammar or ROOT / "bench/grammars/words.yaml", *commands(), args.snr)
-    print(json.dumps({args.what: result}, indent=1))
+        grammar = args.grammar or ROOT / "bench/grammars/words.yaml"
+        result = accuracy(grammar, *commands(), args.snr, args.model)
+    print(json.dumps({args.what: result, "model": args.model}, indent=1))
 
 
 if __name__ == "__main__":
