@@ -4,6 +4,9 @@ The public API is small and imports torch only when called:
 
     glassformer.load(path)           -> a model from a checkpoint directory
     glassformer.from_hf_gpt2(model)  -> our GPT holding a Hugging Face GPT-2's weights
+    glassformer.from_whisper(source) -> our SpeechTransformer holding a Whisper's weights:
+                                        whisper-tiny.en, a CTranslate2 or Hugging Face
+                                        directory, an OpenAI .pt, a transformers model
 
 A GPT called on token ids of shape (B, T) returns logits of shape (B, T, V).
 """
@@ -18,9 +21,10 @@ if TYPE_CHECKING:
     from torch import nn
 
     from glassformer.models.gpt import GPT
+    from glassformer.models.speech import SpeechTransformer
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "from_hf_gpt2", "load"]
+__all__ = ["__version__", "from_hf_gpt2", "from_whisper", "load"]
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
@@ -35,3 +39,13 @@ def from_hf_gpt2(source: Any, n_heads: int | None = None) -> GPT:
     from glassformer.models.gpt import from_hf_gpt2 as convert
 
     return convert(source, n_heads)
+
+
+def from_whisper(source: Any, config: Any = None) -> SpeechTransformer:
+    """Our SpeechTransformer from a Whisper: an installed pretrained name (whisper-tiny.en), a
+    CTranslate2 directory, a Hugging Face directory (config.json + model.safetensors), an
+    OpenAI .pt file, or a transformers WhisperForConditionalGeneration (or its state dict
+    plus its config). Its logits take log-mel features (B, M, N) and tokens (B, T)."""
+    from glassformer.tasks.speech.pretrained import from_whisper as convert
+
+    return convert(source, config)

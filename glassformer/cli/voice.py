@@ -209,8 +209,9 @@ def add_voice_commands(
     transcribe.add_argument(
         "model",
         metavar="MODEL",
-        help="a speech run or checkpoint directory, a CTranslate2 Whisper directory, or an "
-        "installed pretrained name (whisper-tiny.en)",
+        help="a speech run or checkpoint directory; a Whisper as a CTranslate2 or Hugging Face "
+        "directory or an OpenAI .pt file; or an installed pretrained name (whisper-tiny.en, "
+        "whisper-base; see `glassformer models`)",
     )
     transcribe.add_argument("audio", nargs="+", metavar="AUDIO")
     transcribe.add_argument(
@@ -250,12 +251,19 @@ def add_voice_commands(
     kinds = importer.add_subparsers(dest="import_command", metavar="KIND", required=True)
     whisper = kinds.add_parser(
         "whisper",
-        help="a Whisper (CTranslate2 directory or installed name) -> our checkpoint",
+        help="a Whisper (installed name, CTranslate2 or Hugging Face directory, OpenAI .pt) -> "
+        "our checkpoint",
         formatter_class=formatter,
-        description="Read a CTranslate2 Whisper directory (faster-whisper's format) or an "
-        "installed pretrained name with glassformer's own readers and write config.json, "
-        "model.safetensors and tokenizer.json: a checkpoint `transcribe` and `info` read.",
+        description="Read a Whisper with glassformer's own readers and write config.json, "
+        "model.safetensors and tokenizer.json: a checkpoint `transcribe` and `info` read. "
+        "SOURCE is an installed pretrained name, a CTranslate2 directory (faster-whisper's "
+        "format), a Hugging Face directory (config.json, model.safetensors, tokenizer.json) or "
+        "an OpenAI .pt file, read with weights_only; a .pt ships no tokenizer, so an installed "
+        "model's with the same vocabulary is used (whisper-tiny.en's for English-only models, "
+        "whisper-base's for multilingual ones).",
     )
-    whisper.add_argument("source", metavar="SOURCE", help="whisper-tiny.en or a directory")
+    whisper.add_argument(
+        "source", metavar="SOURCE", help="whisper-tiny.en, a directory or a .pt file"
+    )
     whisper.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     whisper.set_defaults(handler=cmd_import_whisper)

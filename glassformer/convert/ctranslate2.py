@@ -47,6 +47,8 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, NoReturn
 
@@ -77,8 +79,13 @@ class ModelBin(NamedTuple):
     variables: dict[str, np.ndarray]
 
 
-def read_ctranslate2_model(directory: str | Path) -> CTranslate2Model:
+def read_ctranslate2_model(
+    directory: str | Path, model_bin_parts: Sequence[Path] = ()
+) -> CTranslate2Model:
     """Read a CTranslate2 model directory: model.bin and, when present, config.json.
+
+    `model_bin_parts`, when given, replace directory/model.bin: its bytes split into files
+    that are read one after another (a model shipped in several packages, e.g. whisper-base).
 
     Example: read_ctranslate2_model("faster-whisper-tiny.en") ->
     ("WhisperSpec", {"encoder/conv1/weight": array (384, 80, 3), ...}, {"lang_ids": ...})
@@ -93,25 +100,30 @@ def read_ctranslate2_model(directory: str | Path) -> CTranslate2Model:
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: not a directory (a CTranslate2 model is a directory)")
-    spec_name, _, variables = read_model_bin(directory / "model.bin")
+    spec_name, _, variables = read_model_bin(model_bin_parts or directory / "model.bin")
     return CTranslate2Model(spec_name, variables, read_json(directory / "config.json", {}))
 
 
-def read_model_bin(path: str | Path) -> ModelBin:
-    """Read one model.bin: header, variables (dequantized as the module says), aliases.
+def read_model_bin(path: str | Path | Sequence[Path]) -> ModelBin:
+    """Read one model.bin (or its parts, in order): header, variables (dequantized as the
+    module says), aliases.
 
     Raises:
         CheckpointError: one line naming the file and what is wrong with it.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such file (a CTranslate2 model directory has one)")
+    paths = [Path(path)] if isinstance(path, str | Path) else [Path(part) for part in path]
+    for part in paths:
+        if not part.is_file():
+            raise CheckpointError(f"{part}: no such file (a CTranslate2 model directory has one)")
+    label = " + ".join(str(part) for part in paths)  # errors name every part
     try:
-        with open(path, "rb") as handle:
-            reader = BinaryReader(handle, path, path.stat().st_size)
-            return read_layout(reader)
+        with ExitStack() as stack:
+            handles = [stack.enter_context(open(part, "rb")) for part in paths]
+            stream = handles[0] if len(handles) == 1 else JoinedFiles(handles)
+            size = sum(part.stat().st_size for part in paths)
+            return read_layout(BinaryReader(stream, label, size))
     except OSError as error:
-        raise CheckpointError(f"{path}: cannot read ({error.strerror or error})") from None
+        raise CheckpointError(f"{label}: cannot read ({error.strerror or error})") from None
 
 
 def read_layout(reader: BinaryReader) -> ModelBin:
@@ -224,10 +236,31 @@ def read_json(path: Path, missing: Any) -> Any:
     return value
 
 
+class JoinedFiles:
+    """Open files read one after another as one stream (model.bin shipped in parts; a
+    variable's bytes may straddle two parts)."""
+
+    def __init__(self, handles: list[BinaryIO]) -> None:
+        self.handles, self.index, self.position = handles, 0, 0
+
+    def readinto(self, buffer: bytearray) -> int:
+        view, filled = memoryview(buffer), 0
+        while filled < len(view) and self.index < len(self.handles):
+            count = self.handles[self.index].readinto(view[filled:])
+            if not count:  # this part is used up: go on with the next
+                self.index += 1
+            filled += count or 0
+        self.position += filled
+        return filled
+
+    def tell(self) -> int:
+        return self.position
+
+
 class BinaryReader:
     """Reads model.bin front to back; any read past the end is a truncation error."""
 
-    def __init__(self, handle: BinaryIO, path: Path, size: int) -> None:
+    def __init__(self, handle: BinaryIO | JoinedFiles, path: Path | str, size: int) -> None:
         self.handle, self.path, self.remaining = handle, path, size
 
     def fail(self, problem: str) -> NoReturn:

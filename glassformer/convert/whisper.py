@@ -16,15 +16,16 @@ cross-attention. Its choices map onto options of the blocks we already have:
 This module converts a Hugging Face `WhisperForConditionalGeneration` (or its state dict and
 config as a dict) into that model; names are renamed one by one, nothing is downloaded. A
 CTranslate2 directory (faster-whisper's format, read by convert/ctranslate2.py) is first
-given Hugging Face's names, then converted the same way. Not here: OpenAI's .pt files, the
-tokenizer (tokenizer/hf_json.py), the log-mel features (audio/features.py).
+given Hugging Face's names, then converted the same way; so is an OpenAI .pt checkpoint
+(convert/openai_whisper.py). Not here: the tokenizer (tokenizer/hf_json.py), the log-mel
+features (audio/features.py).
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,11 @@ def from_hf_whisper(source: Any, config: Any = None) -> SpeechTransformer:
     speech_config = speech_config_from_hf(config)
     model = SpeechTransformer(speech_config)
     state = speech_state_dict_from_hf(hf_state, speech_config)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:  # a tensor of the wrong shape: name the first one
+        problems = [line.strip() for line in str(error).splitlines() if "mismatch" in line]
+        raise CheckpointError(f"Whisper weights: {(problems or [str(error)])[0]}") from None
     missing = [m for m in missing if m != "head.weight"]  # tied: it is tgt_embed.weight
     if missing or unexpected:
         raise CheckpointError(f"Whisper weights: missing {missing[:5]}, extra {unexpected[:5]}")
@@ -255,12 +260,15 @@ def hf_config_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, int | 
     }
 
 
-def from_ctranslate2_whisper(directory: str | Path) -> tuple[SpeechTransformer, dict[str, Any]]:
+def from_ctranslate2_whisper(
+    directory: str | Path, model_bin_parts: Sequence[Path] = ()
+) -> tuple[SpeechTransformer, dict[str, Any]]:
     """Our SpeechTransformer from a CTranslate2 Whisper directory (faster-whisper's format),
-    read by convert/ctranslate2.py. Returns the model and the directory's config.json."""
+    read by convert/ctranslate2.py (model.bin, or its parts in order). Returns the model and
+    the directory's config.json."""
     from glassformer.convert.ctranslate2 import read_ctranslate2_model
 
-    spec, variables, config = read_ctranslate2_model(directory)
+    spec, variables, config = read_ctranslate2_model(directory, model_bin_parts)
     if spec != "WhisperSpec":
         raise CheckpointError(f"{directory}: a {spec} model, not Whisper")
     try:

