@@ -138,7 +138,7 @@ def test_cli_json_list_and_a_saved_checkpoint(
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ("whisper-huge", "no such model directory, nor a pretrained name (whisper-tiny.en)"),
+        ("whisper-huge", "nor a pretrained name (whisper-base, whisper-tiny.en)"),
         ("{tmp}/empty", "no checkpoint here"),
     ],
 )
