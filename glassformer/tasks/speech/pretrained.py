@@ -165,8 +165,8 @@ def borrowed_tokenizer(source: str | Path, vocab_size: int) -> tuple[Path, dict]
     directory = installed_models()[name]
     if directory is None:
         raise GlassformerError(
-            f"{source} ships no tokenizer; its {vocab_size}-token one is {name}'s, which is "
-            f"not installed ({PRETRAINED[name][1]})"
+            f"{source} ships no tokenizer; the one for its {vocab_size} tokens comes with "
+            f"{name}, which is not installed ({PRETRAINED[name][1]})"
         )
     return directory / "tokenizer.json", read_json(directory / "config.json", {})
 
