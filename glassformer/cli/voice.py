@@ -35,6 +35,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     import dataclasses
 
     from glassformer.configs import resolve_run
+    from glassformer.errors import GlassformerError
     from glassformer.models.configs import SpeechConfig
     from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
     from glassformer.tasks.speech.training import train_speech
@@ -42,6 +43,9 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_dataset_info, synthesize
 
+    preset_name = args.preset or ("finetune" if args.init else "small")
+    if (preset_name == "finetune") != bool(args.init):
+        raise GlassformerError("--init MODEL and --preset finetune go together (fine-tuning)")
     out = Path(args.out)
     data_dir = Path(args.data) if args.data else out / "data"
     if not args.data and not (data_dir / "manifest.jsonl").is_file():
@@ -53,7 +57,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     info = read_dataset_info(data_dir)  # what `voice synth` recorded: grammar, noise folder
     grammar_path = speech_grammar(args.grammar, info, data_dir)
     noise_dir = args.noise_dir or info.get("noise_dir") or ""
-    preset = SPEECH_PRESETS[args.preset]
+    preset = SPEECH_PRESETS[preset_name]
     if noise_dir:
         preset = dataclasses.replace(preset, data={**preset.data, "noise_dir": noise_dir})
     model_fields, train_config, data_config = resolve_run(
@@ -72,7 +76,8 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         },
     )
     say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
-    say(f"# glassformer train speech: {grammar_path}, data {data_dir} -> {out}")
+    start = f"fine-tuning {args.init}" if args.init else "from scratch"
+    say(f"# glassformer train speech ({start}): {grammar_path}, data {data_dir} -> {out}")
     result = train_speech(
         grammar_path,
         data_dir,
@@ -82,6 +87,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         out,
         args.resume,
         progress=sys.stderr.isatty(),
+        init=args.init,
     )
     say(
         f"trained to step {result.step} in {result.seconds:.0f} s; validation loss "
@@ -185,7 +191,15 @@ def add_voice_commands(
     )
     speech.add_argument("--data", metavar="DATA_DIR", help="a `voice synth` dataset")
     speech.add_argument(
-        "--preset", default="small", choices=list(SPEECH_PRESETS), help=preset_help(SPEECH_PRESETS)
+        "--preset",
+        choices=list(SPEECH_PRESETS),
+        help=preset_help(SPEECH_PRESETS) + " (default: small; finetune with --init)",
+    )
+    speech.add_argument(
+        "--init",
+        metavar="MODEL",
+        help="fine-tune this model (whisper-tiny.en, a checkpoint directory) instead of "
+        "training from scratch: its decoder learns the grammar, its encoder stays frozen",
     )
     speech.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
     speech.add_argument("--out", default="runs/speech", help="run directory")

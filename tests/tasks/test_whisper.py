@@ -165,3 +165,42 @@ def test_evaluate_scores_a_pretrained_model_against_a_grammar(
     args += ["--labels", str(labels), "--grammar", str(tmp_path / "digits.yaml")]
     assert main(args) == 0
     assert "3 files: command acceptance" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng: make setup")
+def test_fine_tuning_trains_the_decoder_only_and_resumes_exactly(tmp_path: Path) -> None:
+    """`train speech --init whisper-tiny.en`: the shared trainer from published weights; the
+    encoder stays as published, the loss falls, 2 + 1 resumed steps equal 3 straight, and
+    the checkpoint transcribes with Whisper's decoding rules and the grammar it learnt."""
+    from safetensors.torch import load_file
+
+    (tmp_path / "digits.yaml").write_text(DIGITS)
+    data = tmp_path / "data"
+    synth = ["voice", "synth", "--grammar", str(tmp_path / "digits.yaml"), "--out", str(data)]
+    assert main([*synth, "--count", "10", "--seed", "2"]) == 0
+    run = ["train", "speech", "--init", "whisper-tiny.en", "--data", str(data)]
+    run += ["--batch-size", "2", "--eval-every", "2", "--eval-batches", "1", "--lr", "1e-4"]
+    run += ["--warmup-steps", "1"]
+    assert main([*run, "--out", str(tmp_path / "straight"), "--steps", "3"]) == 0
+    assert main([*run, "--out", str(tmp_path / "resumed"), "--steps", "2"]) == 0
+    assert main([*run, "--out", str(tmp_path / "resumed"), "--steps", "3", "--resume"]) == 0
+    straight = load_file(tmp_path / "straight" / "last" / "model.safetensors")
+    resumed = load_file(tmp_path / "resumed" / "last" / "model.safetensors")
+    assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+    published = load_speech_model("whisper-tiny.en").model.state_dict()
+    encoder = [k for k in straight if k.startswith(("encoder.", "frontend."))]
+    assert encoder and all(torch.equal(straight[k], published[k]) for k in encoder)
+    changed = [k for k in straight if not torch.equal(straight[k], published[k])]
+    assert changed and all(k.startswith("decoder.") or "tgt_" in k for k in changed), changed
+    metrics = [json.loads(line) for line in (tmp_path / "straight" / "metrics.jsonl").open()]
+    losses = [m["train_loss"] for m in metrics if "train_loss" in m]
+    assert losses[-1] < losses[0]
+    tuned = load_speech_model(tmp_path / "straight" / "last")
+    assert tuned.prompt == load_speech_model("whisper-tiny.en").prompt
+    assert tuned.grammar is not None and tuned.grammar.accepts("seven")
+
+
+def test_fine_tuning_flags_go_together(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["train", "speech", "--preset", "finetune", "--out", str(tmp_path / "r")]) == 2
+    assert "--init MODEL and --preset finetune go together" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

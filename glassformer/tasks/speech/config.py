@@ -77,5 +77,20 @@ SPEECH_PRESETS: dict[str, Preset] = {
             "weight_decay": 0.05,
         },
     ),
+    "finetune": Preset(
+        "train speech --init whisper-tiny.en: the decoder learns the grammar (encoder frozen)",
+        {},  # the model is the pretrained one
+        {
+            "steps": 300,
+            "batch_size": 8,
+            "lr": 3e-5,
+            "min_lr": 3e-6,
+            "warmup_steps": 30,
+            "eval_every": 100,
+            "eval_batches": 2,
+            "weight_decay": 0.0,
+        },
+        {"ctc_weight": 0.0, "spec_augment": False, "pad_seconds": 1.0},
+    ),
 }
 check_presets(SPEECH_PRESETS, SpeechConfig, TrainConfig, SpeechDataConfig)

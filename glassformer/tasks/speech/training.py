@@ -5,11 +5,18 @@
 
 Every checkpoint also holds the tokenizer and the grammar, so `transcribe`
 (tasks/speech/inference.py) needs nothing else.
+
+Fine-tuning (`init`: a pretrained name such as whisper-tiny.en, or any speech checkpoint)
+runs the same loop from published weights: the clips become the model's own features
+(Whisper's 30-s log-mel), the transcripts its own tokens after its own prompt, and only the
+decoder learns (the grammar's words and how they are said); the encoder that hears stays
+as it was, which also makes a step about three times cheaper.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +46,22 @@ FRAME_BUCKET = 64  # batches are padded to a multiple of this many frames (0.64 
 # (oneDNN convolutions) are planned once per input shape, so fewer shapes run faster
 
 
+@dataclass(frozen=True)
+class Targets:
+    """How a transcript becomes the decoder's token sequence."""
+
+    prompt: list[int]  # the tokens decoding starts from: [<bos>], or Whisper's task tokens
+    eos: int  # ends every transcript
+    pad: int  # fills short rows; never a target
+    prefix: str = ""  # put before the text: Whisper's first word starts with a space
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Tokenizer) -> Targets:
+        """A model trained here: <bos> words <eos>, padded with <pad>."""
+        pad, bos, eos = special_ids(tokenizer)
+        return cls([bos], eos, pad)
+
+
 class SpeechTask:
     """Batches of augmented clips -> features, and target token sequences (the TrainTask)."""
 
@@ -52,6 +75,8 @@ class SpeechTask:
         batch_size: int,
         noises: list[np.ndarray],
         grammar_text: str,
+        targets: Targets | None = None,
+        decoding: dict | None = None,
     ) -> None:
         self.rows = {s: [r for r in rows if r["split"] == s] for s in ("train", "val")}
         if not self.rows["train"] or not self.rows["val"]:
@@ -59,7 +84,9 @@ class SpeechTask:
         self.waveforms, self.tokenizer, self.features = waveforms, tokenizer, features
         self.data, self.batch_size, self.noises = data, batch_size, noises
         self.grammar_text = grammar_text
-        self.pad, self.bos, self.eos = special_ids(tokenizer)
+        self.targets = targets or Targets.from_tokenizer(tokenizer)
+        self.pad, self.eos = self.targets.pad, self.targets.eos
+        self.decoding = decoding  # a pretrained model's decoding rules, kept in checkpoints
 
     def get_batch(self, split: str, generator: torch.Generator) -> Batch:
         rows = self.rows[split]
@@ -74,7 +101,8 @@ class SpeechTask:
             else:
                 features = compute_features(torch.from_numpy(waveform), self.features)  # (M, N)
             clips.append(features)
-            targets.append([self.bos, *self.tokenizer.encode(rows[index]["text"]), self.eos])
+            words = self.tokenizer.encode(self.targets.prefix + rows[index]["text"])
+            targets.append([*self.targets.prompt, *words, self.eos])
         return self.collate(clips, targets)
 
     def collate(self, clips: list[torch.Tensor], targets: list[list[int]]) -> Batch:
@@ -84,12 +112,16 @@ class SpeechTask:
             returns: features (B, M, N), lengths (B,), tokens_in (B, T), tokens_out (B, T)
         """
         lengths = torch.tensor([c.size(-1) for c in clips])
-        width = -(-int(lengths.max()) // FRAME_BUCKET) * FRAME_BUCKET  # few distinct shapes
+        width = int(lengths.max())
+        if not self.features.window_seconds:  # a fixed window (Whisper's 30 s) is one shape
+            width = -(-width // FRAME_BUCKET) * FRAME_BUCKET  # few distinct shapes
         features = torch.zeros(len(clips), clips[0].size(0), width)
         for i, clip in enumerate(clips):
             features[i, :, : clip.size(-1)] = clip
         tokens = pad_sequences(targets, self.pad)  # (B, T + 1)
-        return features, lengths, tokens[:, :-1], tokens[:, 1:]
+        tokens_out = tokens[:, 1:].clone()
+        tokens_out[:, : len(self.targets.prompt) - 1] = self.pad  # the prompt is given, not learnt
+        return features, lengths, tokens[:, :-1], tokens_out
 
     def loss(self, model: nn.Module, batch: Batch, label_smoothing: float) -> torch.Tensor:
         """Cross-entropy of the decoder, mixed with CTC on the encoder when ctc_weight > 0."""
@@ -124,13 +156,14 @@ class SpeechTask:
         return int((batch[3] != self.pad).sum())
 
     def checkpoint_metadata(self) -> dict[str, Any]:
-        return {
+        metadata = {
             "task": "speech",
             "tokenizer": TOKENIZER_FILE,
             "grammar": GRAMMAR_FILE,
             "features": self.features.__dict__,
             "data": self.data.__dict__,
         }
+        return metadata | ({"decoding": self.decoding} if self.decoding else {})
 
     def write_files(self, directory: Path) -> None:
         self.tokenizer.save(directory / TOKENIZER_FILE)
@@ -150,8 +183,10 @@ def train_speech(
     resume: bool = False,
     progress: bool = True,
     features: FeatureConfig | None = None,
+    init: str | Path | None = None,
 ) -> TrainResult:
-    """Train a speech Transformer on a synthesized dataset of `grammar_path`."""
+    """Train a speech Transformer on a synthesized dataset of `grammar_path`: from scratch
+    (`model_overrides`), or fine-tuned from the model `init` names (see the module doc)."""
     from tqdm import tqdm
 
     from glassformer.audio.io import load_audio
@@ -160,24 +195,30 @@ def train_speech(
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_manifest
 
-    features = features or FeatureConfig()
     grammar = Grammar.from_yaml(grammar_path)
     rows = read_manifest(data_dir)
-    if resume and (out / "last" / TOKENIZER_FILE).is_file():
-        tokenizer = load_tokenizer(out / "last" / TOKENIZER_FILE)
-    else:
-        tokenizer = grammar_tokenizer(grammar, data_config.bpe_vocab_size, train_config.seed)
     waveforms = {
         row["id"]: load_audio(Path(data_dir) / row["audio"])
         for row in tqdm(rows, desc="loading clips", unit="clip", disable=not progress)
     }
     torch.manual_seed(train_config.seed)
-    derived = {
-        "tgt_vocab_size": tokenizer.vocab_size,
-        "n_features": features.n_features,
-        "ctc_head": data_config.ctc_weight > 0,
-    }
-    model = SpeechTransformer(SpeechConfig(**{**model_overrides, **derived}))
+    targets, decoding = None, None
+    if init is not None:
+        model, tokenizer, features, targets, decoding = pretrained_start(init)
+        if data_config.ctc_weight > 0:
+            raise GlassformerError("fine-tuning trains the decoder only: set ctc_weight to 0")
+    else:
+        features = features or FeatureConfig()
+        if resume and (out / "last" / TOKENIZER_FILE).is_file():
+            tokenizer = load_tokenizer(out / "last" / TOKENIZER_FILE)
+        else:
+            tokenizer = grammar_tokenizer(grammar, data_config.bpe_vocab_size, train_config.seed)
+        derived = {
+            "tgt_vocab_size": tokenizer.vocab_size,
+            "n_features": features.n_features,
+            "ctc_head": data_config.ctc_weight > 0,
+        }
+        model = SpeechTransformer(SpeechConfig(**{**model_overrides, **derived}))
     task = SpeechTask(
         rows,
         waveforms,
@@ -187,5 +228,39 @@ def train_speech(
         train_config.batch_size,
         load_noises(data_config.noise_dir),
         Path(grammar_path).read_text(encoding="utf-8"),
+        targets,
+        decoding,
     )
     return train(model, task, train_config, out, resume=resume, progress=progress)
+
+
+def pretrained_start(
+    init: str | Path,
+) -> tuple[SpeechTransformer, Tokenizer, FeatureConfig, Targets, dict]:
+    """The model `init` names, its encoder frozen, with its tokenizer, features, how its
+    transcripts are written (Targets) and its decoding rules (kept in every checkpoint)."""
+    from glassformer.tasks.speech.inference import load_speech_model
+
+    speech = load_speech_model(init)
+    model = speech.model
+    for part in (model.frontend, model.src_positions, model.encoder):
+        part.requires_grad_(False)  # the encoder that hears stays as published
+    given = {*speech.prompt, speech.eos}
+    pad = next((t for t in speech.suppress if t not in given), None)
+    if pad is None:
+        raise GlassformerError(f"{init}: no token to pad transcripts with")
+    space = " " if len(speech.prompt) > 1 else ""  # Whisper writes " book"; ours "book"
+    decoding = {
+        "prompt": speech.prompt,
+        "eos": speech.eos,
+        "suppress": speech.suppress,
+        "suppress_at_start": speech.suppress_at_start,
+        "reject_below": speech.reject_below,
+    }
+    return (
+        model,
+        speech.tokenizer,
+        speech.features,
+        Targets(speech.prompt, speech.eos, pad, space),
+        decoding,
+    )
