@@ -96,17 +96,20 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, Dh)
 
     def project_kv(
-        self, source: torch.Tensor, cache: AttentionCache | None, is_cross: bool
+        self, source: torch.Tensor, cache: AttentionCache | None, is_cross: bool, batch: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values for this call, through the cache when one is given.
 
         Self-attention appends the new positions; cross-attention projects `memory` once and
-        reuses it on every later step.
+        reuses it on every later step. One memory for a batch of `batch` queries (the beams
+        of one clip) is projected once and shared as a view, never copied per beam.
         """
         if is_cross and cache is not None and cache.k is not None:
             return cache.k, cache.v
         k = self.split_heads(self.k_proj(source))  # (B, H, S, Dh)
         v = self.split_heads(self.v_proj(source))  # (B, H, S, Dh)
+        if is_cross and k.size(0) == 1 < batch:
+            k, v = k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)  # views: stride 0
         if cache is None:
             return k, v
         if is_cross:
@@ -134,13 +137,14 @@ class MultiHeadAttention(nn.Module):
             need_weights: return the per-head probabilities (forces the explicit path).
 
         Shapes:
-            x: (B, T, D)   memory: (B, S, D)   attn_mask: broadcastable to (B, H, T, S)
+            x: (B, T, D)   memory: (B, S, D) or (1, S, D)   attn_mask: broadcastable to
+            (B, H, T, S)
             returns: output (B, T, D), probs (B, H, T, S) or None
         """
         B, T, D = x.shape
         is_cross = memory is not None
         q = self.split_heads(self.q_proj(x))  # (B, H, T, Dh)
-        k, v = self.project_kv(memory if is_cross else x, cache, is_cross)  # (B, H, S, Dh)
+        k, v = self.project_kv(memory if is_cross else x, cache, is_cross, B)  # (B, H, S, Dh)
         S = k.size(2)
         dropout = self.dropout if self.training else 0.0
         if self.use_sdpa and not need_weights:

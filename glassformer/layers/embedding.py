@@ -43,14 +43,22 @@ class TokenEmbedding(nn.Module):
 class DeEmbedding(nn.Module):
     """Project from the model's space to one score per vocabulary word.
 
-    Tie it to an embedding by assigning `de_embedding.weight = embedding.weight`.
+    Tie it to an embedding by passing `tied=embedding.weight`: the same matrix then turns
+    words into vectors and vectors into word scores (no second copy is ever allocated).
 
     Shapes:
         x: (B, T, D)   returns: logits (B, T, V)
     """
 
-    def __init__(self, d_model: int, vocab_size: int) -> None:
+    def __init__(self, d_model: int, vocab_size: int, tied: nn.Parameter | None = None) -> None:
         super().__init__()
+        if tied is not None:
+            if tied.shape != (vocab_size, d_model):
+                raise ValueError(
+                    f"tied weight {tuple(tied.shape)}, expected {(vocab_size, d_model)}"
+                )
+            self.weight = tied
+            return
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
         nn.init.normal_(self.weight, std=0.02)
 

@@ -50,6 +50,8 @@ class AttentionCache:
         Shapes:
             index: (B',) int
         """
+        if self.k is not None and self.k.stride(0) == 0:
+            return  # one memory shared by every row (a clip's beams): all rows are the same
         if self.k is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)

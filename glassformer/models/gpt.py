@@ -59,9 +59,8 @@ class GPT(nn.Module):
         ]
         final_norm = LayerNorm(c.d_model, c.layer_norm_eps) if c.norm_first else None
         self.decoder = Decoder(blocks, final_norm)
-        self.head = DeEmbedding(c.d_model, c.vocab_size)
-        if c.tie_weights:
-            self.head.weight = self.embed.weight
+        tied = self.embed.weight if c.tie_weights else None  # one matrix, both ways
+        self.head = DeEmbedding(c.d_model, c.vocab_size, tied)
         init_gpt_weights(self)
 
     def forward(

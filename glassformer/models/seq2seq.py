@@ -60,9 +60,8 @@ class Seq2SeqTransformer(nn.Module):
             for _ in range(c.n_decoder_layers)
         ]
         self.decoder = Decoder(decoder_blocks, self.make_final_norm())
-        self.head = DeEmbedding(c.d_model, c.tgt_vocab_size)
-        if c.tie_output:
-            self.head.weight = self.tgt_embed.weight
+        tied = self.tgt_embed.weight if c.tie_output else None  # one matrix, both ways
+        self.head = DeEmbedding(c.d_model, c.tgt_vocab_size, tied)
         init_seq2seq_weights(self)
 
     def make_final_norm(self) -> LayerNorm | None:

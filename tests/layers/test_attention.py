@@ -95,3 +95,27 @@ def test_cross_attention_cache_projects_memory_once() -> None:
     second, _ = mha(x[:, 1:], memory * 0, cache=cache)  # memory ignored: cached keys reused
     assert cache.k is keys
     torch.testing.assert_close(torch.cat([first, second], 1), mha(x, memory)[0], **EXACT)
+
+
+def test_one_memory_serves_every_beam_without_copies() -> None:
+    """Beam search over one clip: the memory is (1, S, D) for K queries. Its keys and values
+    are projected once and shared as views (stride 0), reordering beams leaves them alone,
+    and every result equals the memory repeated per beam."""
+    torch.manual_seed(0)
+    K, S, D = 4, 30, 16
+    for use_sdpa in (False, True):
+        attention = MultiHeadAttention(D, 2, use_sdpa=use_sdpa).eval()
+        x, memory = torch.randn(K, 3, D), torch.randn(1, S, D)
+        shared, repeated = AttentionCache(), AttentionCache()
+        out = attention(x, memory, cache=shared)[0]
+        expected = attention(x, memory.repeat(K, 1, 1), cache=repeated)[0]
+        torch.testing.assert_close(out, expected)
+        assert shared.k.stride(0) == 0 and shared.k.shape == repeated.k.shape
+        order = torch.tensor([2, 2, 0, 1])
+        shared.reorder(order)
+        repeated.reorder(order)
+        assert shared.k.stride(0) == 0
+        step = torch.randn(K, 1, D)
+        torch.testing.assert_close(
+            attention(step, memory, cache=shared)[0], attention(step, memory, cache=repeated)[0]
+        )

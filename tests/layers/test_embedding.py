@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -30,3 +31,13 @@ def test_softmax_equals_torch_and_survives_large_scores() -> None:
     torch.testing.assert_close(softmax(x), x.softmax(-1), atol=1e-12, rtol=0)
     big = softmax(torch.tensor([1000.0, 999.0, 0.0]))
     assert not big.isnan().any() and big.argmax() == 0 and abs(big.sum().item() - 1) < 1e-6
+
+
+def test_a_tied_de_embedding_is_the_embedding_matrix_itself() -> None:
+    embedding = TokenEmbedding(50, 8)
+    head = DeEmbedding(8, 50, tied=embedding.weight)
+    assert head.weight is embedding.weight  # one matrix: no second one is ever allocated
+    x = torch.randn(2, 3, 8)
+    torch.testing.assert_close(head(x), x @ embedding.weight.T)
+    with pytest.raises(ValueError, match="tied weight"):
+        DeEmbedding(8, 49, tied=embedding.weight)

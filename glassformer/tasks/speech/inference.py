@@ -188,10 +188,9 @@ def decode_clip(
 
     model, tokenizer, eos = speech.model, speech.tokenizer, speech.eos
     K = beam_size
-    memory_k = memory.expand(K, -1, -1)  # (K, S, D): one view per beam, no copy
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
-        return model.decode(tokens, memory_k, None, cache)
+        return model.decode(tokens, memory, None, cache)  # (K, T) tokens, one (1, S, D) memory
 
     prompt = torch.tensor([speech.prompt], device=memory.device)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
