@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from glassformer.cli.explain import add_explain_commands
 from glassformer.cli.lm import add_training_commands
+from glassformer.cli.serve import add_serve_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
 from glassformer.cli.translate import add_translation_commands
 from glassformer.cli.voice import add_voice_commands
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_voice_commands(commands, train_tasks, formatter)
     add_translation_commands(commands, train_tasks, formatter)
     add_explain_commands(commands, formatter)
+    add_serve_commands(commands, formatter)
     return parser
 
 

@@ -1,0 +1,100 @@
+"""`glassformer serve`: the HTTP API, the listening WebSocket and the page (glassformer/serve/).
+
+FastAPI and torch load inside the handler, so `glassformer --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    from glassformer.configs import config_from_dict, config_to_dict, flag_overrides
+    from glassformer.errors import GlassformerError
+    from glassformer.serve.config import EndpointConfig, ServeConfig
+
+    config = config_from_dict(ServeConfig, flag_overrides(args, ServeConfig))
+    endpoint = config_from_dict(EndpointConfig, flag_overrides(args, EndpointConfig))
+    if not (args.speech or args.lm or args.translation):
+        raise GlassformerError(
+            "nothing to serve: give --speech MODEL, --lm DIR or --translation DIR"
+        )
+    try:
+        import uvicorn
+    except ImportError:
+        raise GlassformerError(
+            "serving needs the serve extra: pip install 'glassformer[serve]'"
+        ) from None
+    models = {
+        "speech": args.speech,
+        "grammars": args.grammar,
+        "lm": args.lm,
+        "translation": args.translation,
+    }
+    print(f"# glassformer serve: {json.dumps(config_to_dict(config))}", flush=True)
+    if config.workers > 1:  # each process loads the models itself (app_from_environment)
+        from glassformer.serve.app import ENVIRONMENT_KEY
+
+        settings = {
+            "serve": config_to_dict(config),
+            "endpoint": config_to_dict(endpoint),
+            "models": models,
+        }
+        os.environ[ENVIRONMENT_KEY] = json.dumps(settings)
+        app = "glassformer.serve.app:app_from_environment"
+    else:
+        from glassformer.serve.app import create_app
+        from glassformer.serve.models import load_models
+
+        app = create_app(load_models(**models, device=config.device), config, endpoint)
+    print(
+        f"# listening on http://{config.host}:{config.port} (the page at /, the API at /docs)",
+        flush=True,
+    )
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        workers=config.workers,
+        factory=config.workers > 1,
+        log_level="warning",
+    )
+
+
+def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) -> None:
+    """`serve`. Its flags come from torch-free dataclasses (serve/config.py)."""
+    from glassformer.configs import add_config_flags
+    from glassformer.serve.config import EndpointConfig, ServeConfig
+
+    serve = commands.add_parser(
+        "serve",
+        help="an HTTP API, a listening WebSocket and a web page for the loaded models",
+        formatter_class=formatter,
+        description="Load the models once and serve them: POST /v1/transcribe, WS /v1/listen "
+        "(speak commands into the microphone), POST /v1/generate (streamed), /v1/translate, "
+        "/v1/attention, and a page at / that shows intents and attention. Binds to loopback "
+        "unless --host says otherwise. Each model is optional; its endpoints answer 404 "
+        "when it is not loaded.",
+    )
+    serve.add_argument(
+        "--speech",
+        metavar="MODEL",
+        help="a speech checkpoint, CTranslate2 directory or pretrained name (whisper-tiny.en)",
+    )
+    serve.add_argument(
+        "--grammar",
+        metavar="G.yaml",
+        action="append",
+        default=[],
+        help="a command grammar, chosen by requests as ?grammar=STEM; repeat for several "
+        "(default: the checkpoint's own, else voice/grammars/desktop.yaml)",
+    )
+    serve.add_argument("--lm", metavar="DIR", help="a language-model run or checkpoint directory")
+    serve.add_argument(
+        "--translation", metavar="DIR", help="a translation run or checkpoint directory"
+    )
+    add_config_flags(serve, ServeConfig)
+    add_config_flags(serve, EndpointConfig)
+    serve.set_defaults(handler=cmd_serve)

@@ -1,0 +1,92 @@
+"""The FastAPI application of `glassformer serve`: the models, the routes and the page.
+
+    GET  /             the page (static/index.html, app.js, style.css: no build step, no CDN)
+    GET  /healthz      {"status": "ok"} while the server answers
+    GET  /v1/models    what is loaded, with parameter counts and grammar names
+    /v1/transcribe, /v1/listen        serve/routes_speech.py
+    /v1/generate, /v1/translate, /v1/attention   serve/routes_text.py
+    GET  /docs         FastAPI's OpenAPI page
+
+create_app takes models loaded already (serve/models.py), so a test builds the app around
+tiny models in process and `glassformer serve` around the ones its flags name; each process
+of `--workers N` loads its own copy (app_from_environment). Not here: authentication and
+TLS; bind to loopback (the default) or put a proxy in front.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from glassformer.serve.batching import ModelThread, TranscriptionBatcher
+from glassformer.serve.config import EndpointConfig, ServeConfig
+from glassformer.serve.http import BodyLimit, install_error_handlers
+from glassformer.serve.models import ServedModels, describe_models
+
+STATIC = Path(__file__).resolve().parent / "static"
+ENVIRONMENT_KEY = "GLASSFORMER_SERVE"  # --workers N: each process reads its settings here
+
+
+def create_app(
+    served: ServedModels,
+    config: ServeConfig | None = None,
+    endpoint: EndpointConfig | None = None,
+) -> FastAPI:
+    """The application around loaded models; its one model thread stops with it."""
+    from glassformer import __version__
+    from glassformer.serve.routes_speech import router as speech_router
+    from glassformer.serve.routes_text import router as text_router
+
+    config = config or ServeConfig()
+    thread = ModelThread()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> Any:
+        yield
+        thread.close()
+
+    app = FastAPI(title="glassformer", version=__version__, lifespan=lifespan)
+    app.state.served, app.state.config = served, config
+    app.state.endpoint = endpoint or EndpointConfig()
+    app.state.thread = thread
+    app.state.batcher = TranscriptionBatcher(
+        thread, config.batch_wait_ms, config.max_batch, config.beam_size
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=config.max_upload_bytes)
+    app.include_router(speech_router)
+    app.include_router(text_router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/healthz")
+    async def health() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return describe_models(served)
+
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """For `--workers N`: uvicorn starts N processes, each calls this to load its models."""
+    from glassformer.configs import config_from_dict
+    from glassformer.serve.models import load_models
+
+    settings = json.loads(os.environ[ENVIRONMENT_KEY])
+    config = config_from_dict(ServeConfig, settings["serve"])
+    endpoint = config_from_dict(EndpointConfig, settings["endpoint"])
+    served = load_models(**settings["models"], device=config.device)
+    return create_app(served, config, endpoint)

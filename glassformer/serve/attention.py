@@ -1,0 +1,134 @@
+"""Attention matrices of the served (already loaded) models, as JSON for the page's heat maps.
+
+    lm            causal self-attention over the text's tokens
+    translation   encoder self-attention, decoder self-attention and cross-attention, for the
+                  text and its greedy translation (teacher-forced)
+    speech        the decoder's cross-attention over the clip while it writes the words
+                  (explain/attention_maps.clip_cross_attention)
+
+Each kind is {name, title, queries, keys, probs}: probs is (L, H, T, S) as nested lists,
+rounded to 4 decimals (rows sum to 1 within that). The probabilities are read with
+explain/trace.py's hooks, exactly as `glassformer attention` reads them. Not here: drawing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from glassformer.explain.attention_maps import AttentionMaps, run_traced, token_labels
+from glassformer.serve.http import ApiError
+
+MAX_TEXT_CHARS = 1000  # longer texts are refused: a heat map of them would be unreadable
+DECIMALS = 4  # probabilities sent to the page: enough for a colour and a hover readout
+PEAKS = 400  # waveform outline points sent with a clip's map
+
+
+def as_json(name: str, maps: AttentionMaps) -> dict[str, Any]:
+    """One attention kind for the page: labels, shape and (L, H, T, S) probabilities."""
+    probs = np.round(maps.probs.astype(np.float64), DECIMALS)
+    L, H, T, S = probs.shape
+    kind = {
+        "name": name,
+        "title": maps.title,
+        "queries": maps.queries,
+        "keys": maps.keys,
+        "layers": L,
+        "heads": H,
+        "probs": probs.tolist(),
+    }
+    if maps.waveform is not None:
+        kind["audio_seconds"] = len(maps.waveform) / 16_000
+        kind["waveform_peaks"] = waveform_peaks(maps.waveform, PEAKS)
+    return kind
+
+
+def waveform_peaks(waveform: np.ndarray, points: int) -> list[float]:
+    """The largest |sample| in each of `points` equal stretches: the waveform's outline.
+
+    Example: [0, 0.5, -1, 0.2], 2 -> [0.5, 1.0]
+    """
+    usable = len(waveform) // points * points
+    if usable == 0:
+        return np.round(np.abs(waveform), 3).tolist()
+    return np.round(np.abs(waveform[:usable]).reshape(points, -1).max(axis=1), 3).tolist()
+
+
+def check_text(text: str) -> str:
+    if not text.strip():
+        raise ApiError(422, "text is empty: nothing to attend over")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ApiError(422, f"text has {len(text)} characters; at most {MAX_TEXT_CHARS}")
+    return text
+
+
+@torch.no_grad()
+def lm_attention(model: Any, tokenizer: Any, text: str) -> list[dict[str, Any]]:
+    """The GPT's self-attention over the text (its last max_len tokens)."""
+    ids = tokenizer.encode(check_text(text))[-model.config.max_len :]
+    device = next(model.parameters()).device
+    modules = [block.self_attn for block in model.decoder.blocks]
+    probs = run_traced(modules, lambda: model(torch.tensor([ids], device=device)))  # (L, H, T, T)
+    labels = token_labels(tokenizer, ids)
+    title = "self-attention (row: token, column: the earlier token it looks at)"
+    return [as_json("self", AttentionMaps(probs, labels, labels, title))]
+
+
+@torch.no_grad()
+def translation_attention(translator: Any, text: str) -> list[dict[str, Any]]:
+    """Encoder, decoder and cross-attention for the text and its greedy translation."""
+    from glassformer.tasks.common import special_ids
+    from glassformer.tasks.translation.inference import translate_batch
+
+    model = translator.model
+    source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
+    _, bos, eos = special_ids(target_tok)
+    source = source_tok.encode(check_text(text))[: model.config.max_src_len - 1] + [eos]
+    written = translate_batch(translator, [source], beam_size=1, length_penalty=1.0)[0]
+    device = next(model.parameters()).device
+    source_ids = torch.tensor([source], device=device)  # (1, S)
+    inputs = torch.tensor([[bos, *written]], device=device)  # (1, T): <bos> and the words
+    blocks = model.decoder.blocks
+    encoder = run_traced(
+        [b.self_attn for b in model.encoder.blocks], lambda: model.encode(source_ids)
+    )
+    memory, _ = model.encode(source_ids)  # (1, S, D)
+    decoder = run_traced([b.self_attn for b in blocks], lambda: model.decode(inputs, memory))
+    cross = run_traced([b.cross_attn for b in blocks], lambda: model.decode(inputs, memory))
+    source_labels = token_labels(source_tok, source)
+    input_labels = token_labels(target_tok, [bos, *written])
+    written_labels = token_labels(target_tok, [*written, eos])
+    return [
+        as_json(
+            "encoder",
+            AttentionMaps(encoder, source_labels, source_labels, "encoder self-attention"),
+        ),
+        as_json(
+            "decoder",
+            AttentionMaps(decoder, input_labels, input_labels, "decoder self-attention (causal)"),
+        ),
+        as_json(
+            "cross",
+            AttentionMaps(
+                cross,
+                written_labels,
+                source_labels,
+                "cross-attention (row: token written, column: source token)",
+            ),
+        ),
+    ]
+
+
+def speech_attention(speech: Any, waveform: np.ndarray, text: str | None) -> list[dict[str, Any]]:
+    """The decoder's cross-attention over the clip while it writes `text` (None: its own
+    greedy transcription)."""
+    from glassformer.explain.attention_maps import clip_cross_attention
+    from glassformer.tasks.speech.inference import transcribe
+
+    if text is None:
+        text = transcribe(speech, waveform, beam_size=1).text
+    if len(text) > MAX_TEXT_CHARS:
+        raise ApiError(422, f"text has {len(text)} characters; at most {MAX_TEXT_CHARS}")
+    return [as_json("cross", clip_cross_attention(speech, waveform, text))]

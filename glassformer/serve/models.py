@@ -1,0 +1,125 @@
+"""The models a server holds: each loaded once at start, each optional.
+
+    speech        a speech checkpoint, a CTranslate2 Whisper directory or a pretrained name
+    grammars      the commands it understands, by name (a YAML file's stem); requests choose
+                  among these with ?grammar=NAME and can never name a path
+    lm            a language-model run or checkpoint directory (generation, attention)
+    translation   a translation run or checkpoint directory (translation, attention)
+
+Each grammar gets its own SpeechModel sharing the one network (dataclasses.replace copies
+references, not weights). Not here: loading or unloading models while the server runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from glassformer.errors import GlassformerError
+
+DEFAULT_GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
+
+
+@dataclass
+class ServedModels:
+    speech: dict[str, Any] = field(default_factory=dict)  # grammar name -> SpeechModel
+    lm: tuple[Any, Any] | None = None  # (GPT, its tokenizer)
+    translator: Any = None  # tasks/translation/inference.Translator
+    sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
+
+    @property
+    def default_grammar(self) -> str | None:
+        return next(iter(self.speech), None)
+
+
+def grammar_names(paths: list[str]) -> dict[str, Path]:
+    """Each grammar file by its name (the file's stem); two files of one name are an error.
+
+    Example: ["a/coffee_maker.yaml", "words.yaml"] -> {"coffee_maker": ..., "words": ...}
+    """
+    names: dict[str, Path] = {}
+    for path in map(Path, paths):
+        if path.stem in names:
+            raise GlassformerError(f"two grammars named {path.stem!r}: {names[path.stem]}, {path}")
+        names[path.stem] = path
+    return names
+
+
+def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str, Any]:
+    """A SpeechModel per grammar: the given files, else the checkpoint's own grammar, else
+    the packaged default (voice/grammars/desktop.yaml)."""
+    from glassformer.tasks.speech.inference import grammar_constraint, load_speech_model
+    from glassformer.voice.grammar import Grammar
+
+    speech = load_speech_model(source, device)
+    if grammar_paths:
+        grammars = {name: Grammar.from_yaml(p) for name, p in grammar_names(grammar_paths).items()}
+    elif speech.grammar is not None:
+        own = speech.grammar
+        grammars = {Path(own.path).stem if own.path else "default": own}
+    else:
+        grammars = {DEFAULT_GRAMMAR.stem: Grammar.from_yaml(DEFAULT_GRAMMAR)}
+    models = {name: dataclasses.replace(speech, grammar=g) for name, g in grammars.items()}
+    first = next(iter(models.values()))
+    grammar_constraint(first, 1)  # reads the vocabulary once (token texts, closers) ...
+    for model in models.values():  # ... and every grammar's model shares that reading
+        model.token_texts, model.closers = first.token_texts, first.closers
+    return models
+
+
+def load_models(
+    speech: str | None,
+    grammars: list[str],
+    lm: str | None,
+    translation: str | None,
+    device: str = "cpu",
+) -> ServedModels:
+    """Load what was asked for; a bad path or name is a one-line GlassformerError."""
+    if grammars and speech is None:
+        raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
+    served = ServedModels()
+    if speech is not None:
+        served.speech = load_speech(speech, grammars, device)
+        served.sources["speech"] = speech
+    if lm is not None:
+        from glassformer.tasks.lm.inference import load_lm
+
+        served.lm = load_lm(lm, device)
+        served.sources["lm"] = lm
+    if translation is not None:
+        from glassformer.tasks.translation.inference import load_translator
+
+        served.translator = load_translator(translation, device)
+        served.sources["translation"] = translation
+    return served
+
+
+def parameter_count(model: Any) -> int:
+    """Distinct parameters (a tied matrix counts once)."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def describe_models(served: ServedModels) -> dict[str, Any]:
+    """What /v1/models answers: each loaded model's source, kind and parameter count."""
+    described: dict[str, Any] = {}
+    if served.speech:
+        first = next(iter(served.speech.values()))
+        described["speech"] = {
+            "source": served.sources["speech"],
+            "parameters": parameter_count(first.model),
+            "grammars": {
+                name: sorted(model.grammar.expressions) for name, model in served.speech.items()
+            },
+            "default_grammar": served.default_grammar,
+        }
+    if served.lm is not None:
+        model, _ = served.lm
+        described["lm"] = {"source": served.sources["lm"], "parameters": parameter_count(model)}
+    if served.translator is not None:
+        described["translation"] = {
+            "source": served.sources["translation"],
+            "parameters": parameter_count(served.translator.model),
+        }
+    return described

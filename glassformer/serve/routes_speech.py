@@ -1,0 +1,175 @@
+"""Spoken commands over HTTP and WebSocket.
+
+    POST /v1/transcribe?grammar=NAME   an audio file -> words, intent, slots, confidence
+    WS   /v1/listen?grammar=NAME       16 kHz PCM as it is recorded -> an intent per command
+
+The socket protocol. The client sends binary messages of 16-bit little-endian mono PCM at
+16 kHz, any length up to MAX_CHUNK_BYTES, and may send the text message {"type": "end"}
+to end a command under way (a stream that stops). The server sends JSON text messages:
+
+    {"type": "ready", "sample_rate": 16000, "grammar": NAME}     once, on connecting
+    {"type": "speech_start", "sample": N}                          a command began
+    {"type": "result", ...the /v1/transcribe fields..., "start": N, "end": N}
+    {"type": "error", "error": MESSAGE}                            then, for bad data, a close
+
+Listening goes on after each result. Not here: audio in other rates or encodings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+
+from glassformer.errors import GlassformerError
+from glassformer.serve.audio_upload import audio_bytes, decode_audio
+from glassformer.serve.http import ApiError, one_line
+from glassformer.serve.listen import SAMPLE_RATE, Command, Endpointer
+
+MAX_CHUNK_BYTES = 256 * 1024  # one socket message: 8 s of 16-bit PCM at most
+CLOSE_UNSUPPORTED = 1003  # WebSocket close codes (RFC 6455 section 7.4.1)
+CLOSE_INVALID = 1007
+CLOSE_POLICY = 1008
+CLOSE_TOO_BIG = 1009
+
+router = APIRouter()
+
+
+def choose_speech(state: Any, grammar: str | None) -> tuple[str, Any]:
+    """The SpeechModel of the named grammar (default: the first loaded), and its name."""
+    if not state.served.speech:
+        raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
+    name = grammar or state.served.default_grammar
+    if name not in state.served.speech:
+        loaded = ", ".join(state.served.speech)
+        raise ApiError(404, f"no grammar named {name!r} is loaded (loaded: {loaded})")
+    return name, state.served.speech[name]
+
+
+def check_audible(waveform: np.ndarray) -> None:
+    if not waveform.any():
+        raise ApiError(422, "digital silence (every sample is 0): nothing to transcribe")
+
+
+def transcript_json(transcript: Any, waveform: np.ndarray, started: float, batch: int) -> dict:
+    """The fields every transcription answers with."""
+    return {
+        "text": transcript.text,
+        "intent": transcript.intent,
+        "slots": transcript.slots,
+        "confidence": round(transcript.confidence, 4),
+        "accepted": transcript.intent is not None,
+        "audio_seconds": round(len(waveform) / SAMPLE_RATE, 3),
+        "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
+        "batch_size": batch,
+    }
+
+
+@router.post("/v1/transcribe")
+async def transcribe(request: Request, grammar: str | None = None) -> dict:
+    """An audio file (WAV, FLAC or OGG; raw body or the multipart field `file`) -> its
+    command: text, intent, slots, confidence, accepted, audio_seconds, elapsed_ms."""
+    started = time.perf_counter()
+    state = request.app.state
+    _, speech = choose_speech(state, grammar)
+    data = await audio_bytes(request)
+    waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
+    check_audible(waveform)
+    transcript, batch = await state.batcher.transcribe(speech, waveform)
+    return transcript_json(transcript, waveform, started, batch)
+
+
+class SocketRefused(Exception):
+    """The client sent something the protocol does not allow: tell it, then close."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def pcm_samples(message: dict) -> np.ndarray | None:
+    """A socket message's PCM as float samples; None for the "end" control message."""
+    data, text = message.get("bytes"), message.get("text")
+    if data is not None:
+        if len(data) > MAX_CHUNK_BYTES:
+            raise SocketRefused(
+                CLOSE_TOO_BIG, f"a message of {len(data)} bytes; at most {MAX_CHUNK_BYTES}"
+            )
+        if len(data) % 2:
+            raise SocketRefused(
+                CLOSE_INVALID, "binary messages must be 16-bit PCM (an even number of bytes)"
+            )
+        return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+    try:
+        control = json.loads(text or "")
+    except ValueError:
+        control = None
+    if not isinstance(control, dict) or control.get("type") != "end":
+        raise SocketRefused(CLOSE_UNSUPPORTED, 'text messages may only be {"type": "end"}')
+    return None
+
+
+@router.websocket("/v1/listen")
+async def listen(socket: WebSocket, grammar: str | None = None) -> None:
+    """Endpoint a live 16 kHz PCM stream into commands; answer each with its intent."""
+    await socket.accept()
+    state = socket.app.state
+    try:
+        name, speech = choose_speech(state, grammar)
+    except ApiError as error:
+        await socket.send_json({"type": "error", "error": error.message})
+        await socket.close(CLOSE_POLICY)
+        return
+    endpointer = Endpointer(state.endpoint)
+    running: set[asyncio.Task] = set()
+
+    def answer(commands: list[Command]) -> None:
+        for command in commands:
+            task = asyncio.create_task(answer_command(socket, state, speech, command))
+            running.add(task)
+            task.add_done_callback(running.discard)
+
+    await socket.send_json({"type": "ready", "sample_rate": SAMPLE_RATE, "grammar": name})
+    try:
+        while True:
+            message = await socket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            samples = pcm_samples(message)
+            if samples is None:
+                answer(endpointer.flush())
+                continue
+            was_listening = not endpointer.in_command
+            ended = endpointer.feed(samples)
+            if was_listening and endpointer.in_command:
+                await socket.send_json({"type": "speech_start", "sample": endpointer.position})
+            answer(ended)
+    except SocketRefused as refused:
+        await socket.send_json({"type": "error", "error": str(refused)})
+        await socket.close(refused.code)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        for task in running:  # a client gone mid-command: its answer is not needed
+            task.cancel()
+
+
+async def answer_command(socket: WebSocket, state: Any, speech: Any, command: Command) -> None:
+    """Transcribe one endpointed command and send the result (or why it failed)."""
+    started = time.perf_counter()
+    try:
+        check_audible(command.waveform)
+        transcript, batch = await state.batcher.transcribe(speech, command.waveform)
+        reply = {"type": "result", **transcript_json(transcript, command.waveform, started, batch)}
+        reply.update(start=command.start, end=command.end)
+    except ApiError as error:
+        reply = {"type": "error", "error": error.message}
+    except GlassformerError as error:  # the clip could not be transcribed; listening goes on
+        reply = {"type": "error", "error": one_line(str(error))}
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):  # the socket closed meanwhile
+        await socket.send_json(reply)

@@ -1,0 +1,47 @@
+"""Concurrent transcriptions share encoder passes (serve/batching.py) and get the results they
+would get alone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+
+from glassformer.serve.app import create_app
+from glassformer.serve.audio_upload import decode_audio
+from glassformer.serve.config import ServeConfig
+from glassformer.serve.models import load_models
+from tests.serve.conftest import tone, wav_bytes
+
+
+def test_concurrent_requests_are_batched_and_equal_to_one_by_one(
+    checkpoints: dict[str, Path],
+) -> None:
+    from glassformer.tasks.speech.inference import transcribe
+
+    served = load_models(str(checkpoints["speech"]), [], None, None)
+    config = ServeConfig(batch_wait_ms=200, max_batch=4, beam_size=2)
+    app = create_app(served, config)
+    clips = [tone(0.6 + 0.1 * i, 300 + 50 * i) for i in range(6)]
+
+    async def send_all() -> list[dict]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            requests = [
+                client.post(
+                    "/v1/transcribe", content=wav_bytes(c), headers={"content-type": "audio/wav"}
+                )
+                for c in clips
+            ]
+            return [r.json() for r in await asyncio.gather(*requests)]
+
+    answers = asyncio.run(send_all())
+    app.state.thread.close()
+    assert sorted(a["batch_size"] for a in answers) == [2, 2, 4, 4, 4, 4], answers
+    speech = served.speech["grammar"]
+    for clip, answer in zip(clips, answers, strict=True):
+        heard = decode_audio(wav_bytes(clip), 30.0)  # what the server read
+        alone = transcribe(speech, heard, beam_size=2, constrain=True)
+        assert (answer["text"], answer["intent"]) == (alone.text, alone.intent)
+        assert answer["confidence"] == round(alone.confidence, 4)
