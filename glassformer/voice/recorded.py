@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from glassformer.audio.augment import trim_silence
 from glassformer.audio.io import SAMPLE_RATE, load_audio
+from glassformer.audio.silence import trim_silence
 from glassformer.voice.grammar import Command, Grammar
 
 VOICE_DIRS = [

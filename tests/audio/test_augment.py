@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from glassformer.audio import augment
+from glassformer.audio import augment, silence
 
 
 def tone(hz: float = 440.0, seconds: float = 1.0) -> np.ndarray:
@@ -42,7 +42,7 @@ def test_silence_padding_and_trimming_round_trip() -> None:
     speech = tone(seconds=0.5)
     padded = augment.pad_silence(speech, random.Random(3), max_seconds=1.0)
     assert len(padded) > len(speech)
-    trimmed = augment.trim_silence(padded, margin=0.0)
+    trimmed = silence.trim_silence(padded, margin=0.0)
     assert abs(len(trimmed) - len(speech)) <= 2 * 160  # within a 10 ms frame at each end
 
 
@@ -72,8 +72,8 @@ def test_loudest_window_finds_the_command_in_a_long_noisy_clip() -> None:
     rng = np.random.default_rng(0)
     noise = (0.01 * rng.standard_normal(16_000 * 40)).astype(np.float32)  # 40 s of hiss
     noise[16_000 * 31 : 16_000 * 33] += tone(seconds=2.0)  # a 2-s "command" at 31 s
-    window = augment.loudest_window(noise, 30.0)
+    window = silence.loudest_window(noise, 30.0)
     assert len(window) == 16_000 * 30
     assert np.abs(window).max() == np.abs(noise).max()  # the command is inside
     short = noise[:16_000]
-    assert augment.loudest_window(short, 30.0) is short
+    assert silence.loudest_window(short, 30.0) is short

@@ -1,8 +1,8 @@
 """Transcription: audio -> MFCC -> encoder -> beam search -> words -> intent and slots.
 
 Long real recordings are mostly silence around a short command: leading and trailing silence
-is trimmed first (audio/augment.trim_silence), and a clip still longer than the model takes
-keeps its loudest stretch (audio/augment.loudest_window). With `constrain`, beam search may
+is trimmed first (audio/silence.trim_silence), and a clip still longer than the model takes
+keeps its loudest stretch (audio/silence.loudest_window). With `constrain`, beam search may
 only write token sequences the grammar can produce (decoding/constraints.py), so the result
 is always a command; when even the best of them is unlikely (confidence below the model's
 reject_below) the command is rejected (intent None) rather than guessed.
@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from glassformer.audio.augment import loudest_window, trim_silence
 from glassformer.audio.features import FeatureConfig, compute_features
 from glassformer.audio.io import SAMPLE_RATE
+from glassformer.audio.silence import loudest_window, trim_silence
 from glassformer.configs import config_from_dict
 from glassformer.decoding.config import check_beam_size
 from glassformer.decoding.constraints import TextConstraint
