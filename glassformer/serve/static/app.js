@@ -134,7 +134,10 @@ async function showSpeechAttention(audio, text) {
     method: "POST", headers: { "Content-Type": audio.type || "application/octet-stream" }, body: audio,
   });
   const kind = result.kinds[0], canvas = $("speech-canvas"), ctx = canvas.getContext("2d");
-  const margin = 70, wave = 80, width = canvas.width - margin, height = canvas.height - wave - 10;
+  ctx.font = "12px monospace";
+  const labels = Math.max(...kind.queries.map((t) => ctx.measureText(t).width));
+  const margin = Math.ceil(Math.max(70, labels + 8)), wave = 80;
+  const width = canvas.width - margin, height = canvas.height - wave - 10;
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   const peaks = kind.waveform_peaks, top = Math.max(...peaks, 1e-6);
