@@ -26,7 +26,7 @@ import numpy as np
 from glassformer.audio.augment import add_noise
 from glassformer.audio.io import SAMPLE_RATE, load_audio
 from glassformer.corpora import default_cache_root
-from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+from glassformer.tasks.speech.config import GRAMMAR_FILE, SPEECH_PRESETS, SpeechDataConfig
 from glassformer.tasks.speech.inference import (
     Scored,
     Transcript,
@@ -46,6 +46,12 @@ GRAMMAR = Path(__file__).resolve().parent / "voice" / "grammars" / "appointments
 SHARED_NOISE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "noise"
 NOISY_SNR_DB = 12.0
 PRETRAINED = "whisper-tiny.en"
+
+
+def trained_for(out: Path, grammar: Grammar) -> bool:
+    """Whether `out` holds a run of this grammar (a demo of another grammar is retrained)."""
+    saved = out / "last" / GRAMMAR_FILE
+    return saved.is_file() and Grammar.from_yaml(saved).sha256 == grammar.sha256
 
 
 def is_finished(out: Path, steps: int) -> bool:
@@ -88,7 +94,7 @@ def run_demo(
 ) -> dict:
     out = Path(out)
     grammar = Grammar.from_yaml(GRAMMAR)
-    data_dir = default_cache_root() / "voice" / f"{GRAMMAR.stem}-{clips}"
+    data_dir = default_cache_root() / "voice" / f"{GRAMMAR.stem}-{grammar.sha256[:8]}-{clips}"
     print(
         f"1/4 synthesizing {clips} commands of {GRAMMAR.name} ({grammar.count():,} possible "
         f"sentences) into {data_dir}"
@@ -96,12 +102,13 @@ def run_demo(
     synthesize(grammar, data_dir, clips, progress=progress)
     recipe = SPEECH_PRESETS[preset]
     train_config = TrainConfig(**{**recipe.train, **({"steps": steps} if steps else {})})
-    if is_finished(out, train_config.steps):
+    same = trained_for(out, grammar)
+    if same and is_finished(out, train_config.steps):
         print(f"2/4 reusing the trained model in {out}")
     else:
         print(f"2/4 training the speech Transformer from scratch ({train_config.steps} steps)")
         noise_dir = str(SHARED_NOISE) if SHARED_NOISE.is_dir() else ""
-        resume = (out / "last" / "train_state.json").is_file()
+        resume = same and (out / "last" / "train_state.json").is_file()
         data_config = SpeechDataConfig(noise_dir=noise_dir)
         train_speech(
             GRAMMAR, data_dir, dict(recipe.model), train_config, data_config, out, resume, progress
