@@ -1,6 +1,6 @@
 """Tokenizer benchmark: training, encoding and decoding against HF tokenizers and tiktoken.
 
-    .venv/bin/python bench/bench_tokenizer.py [--corpus PATH] [--runs 5]
+    .venv/bin/python bench/bench_tokenizer.py [--corpus PATH] [--runs 5] [--encode-only]
 
 On tinyshakespeare with the GPT-4 split pattern, byte-level, it reports medians over --runs
 runs, each peer measured in the same process run, and the ratios:
@@ -10,7 +10,8 @@ runs, each peer measured in the same process run, and the ratios:
   * encode throughput (MB/s of UTF-8) on the whole file: ours (cold and warm chunk cache),
     tiktoken encode_ordinary and HF encode, all three with the same merges;
   * decode throughput: ours vs tiktoken.
-Prints a Markdown table for docs/benchmarks.md.
+Prints a Markdown table for docs/benchmarks.md. --encode-only skips the training rows (the
+merges are still learned once, untimed) for a quick look at encoding and decoding.
 """
 
 from __future__ import annotations
@@ -84,20 +85,22 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser.add_argument("--encode-only", action="store_true", help="skip the training rows")
     args = parser.parse_args()
     text = args.corpus.read_text(encoding="utf-8")
     megabytes = len(text.encode("utf-8")) / 1e6
     results: dict[str, float] = {}
 
-    for vocab_size in (512, 4096):
+    for vocab_size in () if args.encode_only else (512, 4096):
         for who, train in (("ours", train_ours), ("hf", train_hf)):
             seconds = median_seconds(lambda t=train, v=vocab_size: t(text, v), args.runs)
             results[f"train_{who}_{vocab_size}"] = seconds
         results[f"memory_ours_{vocab_size}"] = peak_memory_mb("ours", args.corpus, vocab_size)
         results[f"memory_hf_{vocab_size}"] = peak_memory_mb("hf", args.corpus, vocab_size)
-    results["train_reference_512"] = median_seconds(
-        lambda: train_merges_reference(count_chunks([text]), 512 - 256), args.runs
-    )
+    if not args.encode_only:
+        results["train_reference_512"] = median_seconds(
+            lambda: train_merges_reference(count_chunks([text]), 512 - 256), args.runs
+        )
 
     ours = train_ours(text, 4096)
     encoding = to_tiktoken(ours)
@@ -135,16 +138,17 @@ def main() -> None:
     r = results
     print("| measure | glassformer | HF tokenizers | tiktoken | ours / peer |")
     print("| --- | --- | --- | --- | --- |")
-    for v in (512, 4096):
+    for v in () if args.encode_only else (512, 4096):
         print(
             f"| train vocab {v} (s) | {r[f'train_ours_{v}']:.3f} | {r[f'train_hf_{v}']:.3f} | "
             f"- | {r[f'train_ours_{v}'] / r[f'train_hf_{v}']:.2f}x HF's time |"
         )
-    print(
-        f"| train vocab 512, recount reference (s) | {r['train_reference_512']:.2f} | - | - | "
-        f"ours is {r['train_reference_512'] / r['train_ours_512']:.0f}x faster |"
-    )
-    for v in (512, 4096):
+    if not args.encode_only:
+        print(
+            f"| train vocab 512, recount reference (s) | {r['train_reference_512']:.2f} | - | - "
+            f"| ours is {r['train_reference_512'] / r['train_ours_512']:.0f}x faster |"
+        )
+    for v in () if args.encode_only else (512, 4096):
         print(
             f"| train vocab {v}, peak RSS growth (MB) | {r[f'memory_ours_{v}']:.0f} | "
             f"{r[f'memory_hf_{v}']:.0f} | - | |"
