@@ -74,12 +74,18 @@ def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     """The GPT's self-attention over the text's tokens (the last max_len of them)."""
     from glassformer.tasks.lm.inference import load_lm
 
-    model, tokenizer = load_lm(directory)
+    return gpt_attention(*load_lm(directory), text)
+
+
+@torch.no_grad()
+def gpt_attention(model: nn.Module, tokenizer: object, text: str) -> dict[str, AttentionMaps]:
+    """lm_maps() for a loaded GPT (the server holds its models loaded)."""
     ids = tokenizer.encode(text)[-model.config.max_len :]
     if not ids:
         raise GlassformerError("--text is empty: nothing to attend over")
+    device = next(model.parameters()).device
     modules = [block.self_attn for block in model.decoder.blocks]
-    probs = run_traced(modules, lambda: model(torch.tensor([ids])))  # (L, H, T, T)
+    probs = run_traced(modules, lambda: model(torch.tensor([ids], device=device)))  # (L, H, T, T)
     labels = token_labels(tokenizer, ids)
     title = "self-attention (row: token, column: the earlier token it looks at)"
     return {"self": AttentionMaps(probs, labels, labels, title)}
@@ -87,10 +93,17 @@ def lm_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
 
 def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
     """Encoder, decoder and cross-attention for the text and its greedy translation."""
-    from glassformer.tasks.common import special_ids
-    from glassformer.tasks.translation.inference import load_translator, translate_batch
+    from glassformer.tasks.translation.inference import load_translator
 
-    translator = load_translator(directory)
+    return translator_attention(load_translator(directory), text)
+
+
+@torch.no_grad()
+def translator_attention(translator: object, text: str) -> dict[str, AttentionMaps]:
+    """translation_maps() for a loaded Translator."""
+    from glassformer.tasks.common import special_ids
+    from glassformer.tasks.translation.inference import translate_batch
+
     model, source_tok, target_tok = (
         translator.model,
         translator.source_tokenizer,
@@ -102,12 +115,13 @@ def translation_maps(directory: Path, text: str) -> dict[str, AttentionMaps]:
         raise GlassformerError("--text is empty: nothing to translate")
     written = translate_batch(translator, [source], beam_size=1, length_penalty=1.0)[0]
     target = [bos, *written, eos]
-    source_ids = torch.tensor([source])  # (1, S)
+    device = next(model.parameters()).device
+    source_ids = torch.tensor([source], device=device)  # (1, S)
     encoder = [block.self_attn for block in model.encoder.blocks]
     encoder_probs = run_traced(encoder, lambda: model.encode(source_ids))  # (L, H, S, S)
     memory, _ = model.encode(source_ids)  # (1, S, D)
     blocks = model.decoder.blocks
-    inputs = torch.tensor([target[:-1]])  # (1, T): <bos> and the written tokens
+    inputs = torch.tensor([target[:-1]], device=device)  # (1, T): <bos> and the written tokens
     decoder_probs = run_traced(
         [b.self_attn for b in blocks], lambda: model.decode(inputs, memory)
     )  # (L, H, T, T)

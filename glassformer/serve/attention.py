@@ -16,9 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
-from glassformer.explain.attention_maps import AttentionMaps, run_traced, token_labels
+from glassformer.explain.attention_maps import (
+    AttentionMaps,
+    gpt_attention,
+    translator_attention,
+)
 from glassformer.serve.http import ApiError
 
 MAX_TEXT_CHARS = 1000  # longer texts are refused: a heat map of them would be unreadable
@@ -64,61 +67,16 @@ def check_text(text: str) -> str:
     return text
 
 
-@torch.no_grad()
 def lm_attention(model: Any, tokenizer: Any, text: str) -> list[dict[str, Any]]:
     """The GPT's self-attention over the text (its last max_len tokens)."""
-    ids = tokenizer.encode(check_text(text))[-model.config.max_len :]
-    device = next(model.parameters()).device
-    modules = [block.self_attn for block in model.decoder.blocks]
-    probs = run_traced(modules, lambda: model(torch.tensor([ids], device=device)))  # (L, H, T, T)
-    labels = token_labels(tokenizer, ids)
-    title = "self-attention (row: token, column: the earlier token it looks at)"
-    return [as_json("self", AttentionMaps(probs, labels, labels, title))]
+    maps = gpt_attention(model, tokenizer, check_text(text))
+    return [as_json(name, kind) for name, kind in maps.items()]
 
 
-@torch.no_grad()
 def translation_attention(translator: Any, text: str) -> list[dict[str, Any]]:
     """Encoder, decoder and cross-attention for the text and its greedy translation."""
-    from glassformer.tasks.common import special_ids
-    from glassformer.tasks.translation.inference import translate_batch
-
-    model = translator.model
-    source_tok, target_tok = translator.source_tokenizer, translator.target_tokenizer
-    _, bos, eos = special_ids(target_tok)
-    source = source_tok.encode(check_text(text))[: model.config.max_src_len - 1] + [eos]
-    written = translate_batch(translator, [source], beam_size=1, length_penalty=1.0)[0]
-    device = next(model.parameters()).device
-    source_ids = torch.tensor([source], device=device)  # (1, S)
-    inputs = torch.tensor([[bos, *written]], device=device)  # (1, T): <bos> and the words
-    blocks = model.decoder.blocks
-    encoder = run_traced(
-        [b.self_attn for b in model.encoder.blocks], lambda: model.encode(source_ids)
-    )
-    memory, _ = model.encode(source_ids)  # (1, S, D)
-    decoder = run_traced([b.self_attn for b in blocks], lambda: model.decode(inputs, memory))
-    cross = run_traced([b.cross_attn for b in blocks], lambda: model.decode(inputs, memory))
-    source_labels = token_labels(source_tok, source)
-    input_labels = token_labels(target_tok, [bos, *written])
-    written_labels = token_labels(target_tok, [*written, eos])
-    return [
-        as_json(
-            "encoder",
-            AttentionMaps(encoder, source_labels, source_labels, "encoder self-attention"),
-        ),
-        as_json(
-            "decoder",
-            AttentionMaps(decoder, input_labels, input_labels, "decoder self-attention (causal)"),
-        ),
-        as_json(
-            "cross",
-            AttentionMaps(
-                cross,
-                written_labels,
-                source_labels,
-                "cross-attention (row: token written, column: source token)",
-            ),
-        ),
-    ]
+    maps = translator_attention(translator, check_text(text))
+    return [as_json(name, kind) for name, kind in maps.items()]
 
 
 def speech_attention(speech: Any, waveform: np.ndarray, text: str | None) -> list[dict[str, Any]]:
