@@ -1,7 +1,8 @@
 """Speech benchmark: MFCC speed against librosa, synthesis and transcription speed, and
 command accuracy on real recordings after training on synthesized speech only.
 
-    .venv/bin/python bench/bench_speech.py speed
+    .venv/bin/python bench/bench_speech.py speed      # features (below) + synthesis speed
+    .venv/bin/python bench/bench_speech.py features   # MFCC and log-mel against librosa
     .venv/bin/python bench/bench_speech.py latency  [--run runs/demo]   # after make demo
     .venv/bin/python bench/bench_speech.py digits   [--steps N]   # FSDD, 6 real speakers
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
@@ -31,8 +32,9 @@ SHARED = ROOT / ".." / "shared" / "data"
 WORK = ROOT / "runs" / "bench-speech"
 
 
-def librosa_mfcc(clip: np.ndarray) -> np.ndarray:
-    """librosa's MFCC with our settings (fixed log floor: power_to_db without top_db)."""
+def librosa_mfcc(clip: np.ndarray, kind: str = "mfcc") -> np.ndarray:
+    """librosa's MFCC (or log-mel, kind="logmel") with our settings (fixed log floor:
+    power_to_db without top_db)."""
     import librosa
 
     mel = librosa.feature.melspectrogram(
@@ -45,50 +47,59 @@ def librosa_mfcc(clip: np.ndarray) -> np.ndarray:
         fmax=7600.0,
         pad_mode="constant",
     )
-    return librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=1e-10, top_db=None), n_mfcc=13)
+    db = librosa.power_to_db(mel, amin=1e-10, top_db=None)
+    return db if kind == "logmel" else librosa.feature.mfcc(S=db, n_mfcc=13)
 
 
-def speed() -> dict:
-    from glassformer.audio.features import FeatureConfig, compute_features
+def features() -> dict:
+    """MFCC and log-mel of 200 FSDD clips (16 kHz): ours and librosa's, one clip at a time,
+    stacked into one zero-padded (200, L) batch (both), and ours on the clips as a list
+    (compute_features_many: no padding frames). Medians of 5 runs; *_x keys are speedups.
+    Threads: torch's default unless OMP_NUM_THREADS says (librosa's FFT is single-threaded)."""
+    from glassformer.audio.features import FeatureConfig, compute_features, compute_features_many
     from glassformer.audio.io import load_audio
-    from glassformer.voice.grammar import Grammar
-    from glassformer.voice.synth import synthesize
 
     clips = [load_audio(p) for p in sorted((SHARED / "speech" / "fsdd").glob("*.wav"))[:200]]
-    seconds_of_audio = sum(len(c) for c in clips) / 16_000
-    config = FeatureConfig(normalize=False)
-
-    def ours() -> None:
-        for clip in clips:
-            compute_features(torch.from_numpy(clip), config)
-
-    def theirs() -> None:
-        for clip in clips:
-            librosa_mfcc(clip)
-
+    tensors = [torch.from_numpy(clip) for clip in clips]
     longest = max(len(c) for c in clips)
     stacked = np.stack([np.pad(c, (0, longest - len(c))) for c in clips])  # (200, L)
     padded = torch.from_numpy(stacked)
-
-    def ours_batched() -> None:  # one call for all clips, (200, L) -> (200, 13, N)
-        compute_features(padded, config)
-
-    def theirs_batched() -> None:  # librosa takes a (200, L) array too
-        librosa_mfcc(stacked)
-
-    ours(), theirs(), ours_batched(), theirs_batched()  # warm up
-    a = compute_features(torch.from_numpy(clips[0]), config).numpy()
-    b = librosa_mfcc(clips[0])
+    result = {"audio_seconds": sum(len(c) for c in clips) / 16_000}
+    result["torch_threads"] = torch.get_num_threads()
+    for kind in ("mfcc", "logmel"):
+        config = FeatureConfig(kind=kind, normalize=False)
+        runs = {
+            "ours": lambda c=config: [compute_features(t, c) for t in tensors],
+            "librosa": lambda k=kind: [librosa_mfcc(clip, k) for clip in clips],
+            "ours_batched": lambda c=config: compute_features(padded, c),  # (200, M, N)
+            "librosa_batched": lambda k=kind: librosa_mfcc(stacked, k),
+            "ours_many": lambda c=config: compute_features_many(tensors, c),
+        }
+        for run in runs.values():
+            run()  # warm up
+        seconds = {name: median_seconds(run) for name, run in runs.items()}
+        result |= {f"{kind}_{name}_s": value for name, value in seconds.items()}
+        a = compute_features(tensors[0], config).numpy()
+        result[f"{kind}_max_abs_difference"] = float(np.abs(a - librosa_mfcc(clips[0], kind)).max())
+        result[f"{kind}_one_at_a_time_x"] = seconds["librosa"] / seconds["ours"]
+        result[f"{kind}_batched_x"] = seconds["librosa_batched"] / seconds["ours_batched"]
+        result[f"{kind}_many_vs_librosa_batched_x"] = (
+            seconds["librosa_batched"] / seconds["ours_many"]
+        )
+        result[f"{kind}_many_vs_librosa_one_at_a_time_x"] = (
+            seconds["librosa"] / seconds["ours_many"]
+        )
     two_seconds = torch.from_numpy(np.concatenate(clips)[: 2 * 16_000].copy())
-    result = {
-        "mfcc_two_second_clip_s": median_seconds(lambda: compute_features(two_seconds, config)),
-        "mfcc_max_abs_difference": float(np.abs(a - b).max()),
-        "mfcc_ours_s": median_seconds(ours),
-        "mfcc_librosa_s": median_seconds(theirs),
-        "mfcc_audio_seconds": seconds_of_audio,
-        "mfcc_ours_batched_s": median_seconds(ours_batched),
-        "mfcc_librosa_batched_s": median_seconds(theirs_batched),
-    }
+    mfcc = FeatureConfig(normalize=False)
+    result["mfcc_two_second_clip_s"] = median_seconds(lambda: compute_features(two_seconds, mfcc))
+    return result
+
+
+def speed() -> dict:
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.synth import synthesize
+
+    result = features()
     grammar = Grammar.from_yaml(ROOT / "glassformer" / "voice" / "grammars" / "desktop.yaml")
     out = WORK / "synth-speed"
     start = time.perf_counter()
@@ -212,7 +223,9 @@ def coffee(steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["speed", "latency", "digits", "words", "coffee"])
+    parser.add_argument(
+        "what", choices=["speed", "features", "latency", "digits", "words", "coffee"]
+    )
     parser.add_argument("--run", default="runs/demo", help="latency: the trained model")
     parser.add_argument("--data", help="latency: its dataset (default: the demo's cache)")
     parser.add_argument("--steps", type=int, default=1200, help="training steps")
@@ -229,6 +242,8 @@ def main() -> None:
     torch.manual_seed(0)
     if args.what == "speed":
         result = speed()
+    elif args.what == "features":
+        result = features()
     elif args.what == "latency":
         from glassformer.corpora import default_cache_root
 
