@@ -21,6 +21,7 @@ from torch import nn
 
 from glassformer.layers.attention import MultiHeadAttention
 from glassformer.layers.blocks import DecoderBlock, EncoderBlock
+from glassformer.layers.kv_cache import KVCache
 
 
 @torch.no_grad()
@@ -113,3 +114,14 @@ def tiny_whisper_config(vocab_size: int, max_source_positions: int, **token_ids:
         max_target_positions=32,
         **token_ids,
     )
+
+
+def written_out(model: nn.Module) -> KVCache:
+    """Switch `model` to the readable reference path (three separate q/k/v projections,
+    explicit attention) and return a concatenating cache for it: what the fast path (fused
+    projection, fused kernel, preallocated cache) is tested equal to."""
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            module.fused_qkv, module.use_sdpa = False, False
+    fast = model.new_cache()
+    return KVCache(len(fast.self_attn), cross_attention=fast.cross_attn is not None)

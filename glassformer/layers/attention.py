@@ -10,6 +10,10 @@ Two paths compute the same thing: the explicit one (teaches, returns probabiliti
 torch.nn.functional.scaled_dot_product_attention (fused kernels). tests/layers/test_attention.py
 checks that they agree.
 
+Decoding adds two shortcuts, tested equal to the plain computation (tests/layers/test_kv_cache.py):
+self-attention's q, k, v come from one stacked (3*D, D) product, and the beams of one clip ask
+their shared encoder memory together, as one longer row of queries (fold_rows).
+
 Not here: rotary or relative positions, grouped-query attention.
 """
 
@@ -89,33 +93,83 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias=key_bias)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        self.fused_qkv = True  # decoding: self-attention's q, k, v as one product (project_qkv)
+        self.fused: tuple[torch.Tensor, torch.Tensor] | None = None  # kept stack, qkv_weight()
+        self.fused_key: tuple | None = None  # the weights' identities and versions it was made of
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (B, H, T, Dh): each head gets its own Dh-wide slice of every position."""
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, Dh)
 
-    def project_kv(
-        self, source: torch.Tensor, cache: AttentionCache | None, is_cross: bool, batch: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values for this call, through the cache when one is given.
+    def project_qkv(
+        self, x: torch.Tensor, decoding: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's queries, keys and values: three projections of the same x.
 
-        Self-attention appends the new positions; cross-attention projects `memory` once and
-        reuses it on every later step. One memory for a batch of `batch` queries (the beams
-        of one clip) is projected once and shared as a view, never copied per beam.
+        When decoding (`decoding`: a KV cache is given, eval mode, no gradients) they are
+        fused: one (3*D, D) matrix product instead of three, the same numbers with a third of
+        the operator calls (what a decode step of a small model pays for). Everything else
+        (training, evaluation, traces that hook q_proj), and `fused_qkv = False`, computes the
+        three one by one, as written in the paper.
+
+        Shapes:
+            x: (B, T, D)   returns: q, k, v, each (B, H, T, Dh)
         """
-        if is_cross and cache is not None and cache.k is not None:
+        if not (decoding and self.fused_qkv) or self.training or torch.is_grad_enabled():
+            return tuple(self.split_heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
+        B, T, _ = x.shape
+        weight, bias = self.qkv_weight()
+        qkv = F.linear(x, weight, bias).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3*D)
+        return qkv.permute(2, 0, 3, 1, 4).unbind(0)  # three (B, H, T, Dh) views
+
+    def qkv_weight(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """q_proj, k_proj and v_proj stacked: (3*D, D) and (3*D,).
+
+        The stack is kept until a weight changes: one more copy of the three matrices in
+        memory, two operator calls less per layer and step. A change is noticed by the
+        tensors' storage and version counter (load_state_dict, .to(), in-place edits), and
+        every train()/eval() switch drops the stack: torch's fused AdamW updates weights
+        without bumping their version counter. Weights made inside inference mode have no
+        version counter: for them it is stacked on every call.
+        """
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        params = [t for p in projections for t in (p.weight, p.bias) if t is not None]
+        key = None
+        if not any(t.is_inference() for t in params):
+            key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
+            if key == self.fused_key:
+                return self.fused
+        weight = torch.cat([p.weight for p in projections])  # (3*D, D)
+        zeros = self.q_proj.bias.new_zeros(len(self.q_proj.bias))  # a key without bias adds 0
+        bias = torch.cat([zeros if p.bias is None else p.bias for p in projections])  # (3*D,)
+        if key is not None:
+            self.fused, self.fused_key = (weight, bias), key
+        return weight, bias
+
+    def train(self, mode: bool = True) -> MultiHeadAttention:
+        self.fused = self.fused_key = None  # the weights may have been trained: restack
+        return super().train(mode)
+
+    def project_memory(
+        self, memory: torch.Tensor, cache: AttentionCache | None, batch: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention's keys and values: `memory` projected once, then reused from the
+        cache on every later step.
+
+        A memory with fewer rows than the `batch` of queries is shared by groups of rows (the
+        beams of one clip): projected once per memory, never copied per beam. One memory is
+        kept as a stride-0 view over all rows; several as they are (B_memory, H, S, Dh).
+        """
+        if cache is not None and cache.k is not None:
             return cache.k, cache.v
-        k = self.split_heads(self.k_proj(source))  # (B, H, S, Dh)
-        v = self.split_heads(self.v_proj(source))  # (B, H, S, Dh)
-        if is_cross and k.size(0) == 1 < batch:
+        k = self.split_heads(self.k_proj(memory))  # (B_memory, H, S, Dh)
+        v = self.split_heads(self.v_proj(memory))  # (B_memory, H, S, Dh)
+        if k.size(0) == 1 < batch:
             k, v = k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)  # views: stride 0
-        if cache is None:
-            return k, v
-        if is_cross:
+        if cache is not None:
             cache.k, cache.v = k, v
-            return k, v
-        return cache.append(k, v)  # (B, H, S_past + T, Dh)
+        return k, v
 
     def forward(
         self,
@@ -132,33 +186,94 @@ class MultiHeadAttention(nn.Module):
             x: the sequence asking (queries); the residual stream.
             memory: the sequence answering (keys and values) for cross-attention; None for self.
             attn_mask: True where a query may attend to a key.
-            is_causal: also forbid attending to later positions (decoder self-attention).
+            is_causal: also forbid attending to later positions (self-attention only).
             cache: past keys and values for incremental decoding (see kv_cache.py).
             need_weights: return the per-head probabilities (forces the explicit path).
 
         Shapes:
-            x: (B, T, D)   memory: (B, S, D) or (1, S, D)   attn_mask: broadcastable to
-            (B, H, T, S)
+            x: (B, T, D)   memory: (B, S, D), or (B_memory, S, D) shared by groups of
+            B / B_memory consecutive rows (a clip's beams)   attn_mask: broadcastable to
+            (B, H, T, S), or to (B_memory, H, T, S) for a shared memory
             returns: output (B, T, D), probs (B, H, T, S) or None
         """
         B, T, D = x.shape
-        is_cross = memory is not None
-        q = self.split_heads(self.q_proj(x))  # (B, H, T, Dh)
-        k, v = self.project_kv(memory if is_cross else x, cache, is_cross, B)  # (B, H, S, Dh)
-        S = k.size(2)
+        if memory is not None:
+            q = self.split_heads(self.q_proj(x))  # (B, H, T, Dh)
+            k, v = self.project_memory(memory, cache, B)  # (B or B_memory, H, S, Dh)
+            k, v = distinct_memories(k), distinct_memories(v)
+            if k.size(0) < B:  # groups of rows ask the same memory: one batch row per memory
+                q = fold_rows(q, k.size(0))  # (B_memory, H, K*T, Dh)
+            out, probs = self.attend(q, k, v, attn_mask, False, need_weights)
+            if out.size(0) < B:
+                out = unfold_rows(out, B)  # (B, H, T, Dh)
+                probs = None if probs is None else unfold_rows(probs, B)  # (B, H, T, S)
+        else:
+            q, k, v = self.project_qkv(x, decoding=cache is not None)  # (B, H, T, Dh) each
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, S_past + T, Dh)
+            out, probs = self.attend(q, k, v, attn_mask, is_causal, need_weights)
+        out = out.transpose(1, 2).reshape(B, T, D)  # (B, H, T, Dh) -> (B, T, D): concat heads
+        return self.out_proj(out), probs
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        attn_mask: torch.Tensor | None,
+        is_causal: bool,
+        need_weights: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Eq. (1) for every head, through the fused kernel or written out.
+
+        Shapes:
+            q: (B, H, T, Dh)   k, v: (B, H, S, Dh)   returns: (B, H, T, Dh), (B, H, T, S) or None
+        """
+        T, S = q.size(2), k.size(2)
         dropout = self.dropout if self.training else 0.0
         if self.use_sdpa and not need_weights:
-            # The fused kernel's is_causal aligns the mask top-left, right only when T == S.
+            # The fused kernel's is_causal aligns the mask top-left, right only when T == S;
+            # one new query at the end of the keys (a decode step) may see them all: no mask.
             fused_causal = is_causal and attn_mask is None and T == S
-            if is_causal and not fused_causal:
-                attn_mask = combine_masks(causal_mask(T, S, device=x.device), attn_mask)
+            if is_causal and not fused_causal and T > 1:
+                attn_mask = combine_masks(causal_mask(T, S, device=q.device), attn_mask)
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=attn_mask, dropout_p=dropout, is_causal=fused_causal
             )  # (B, H, T, Dh)
-            probs = None
-        else:
-            if is_causal:
-                attn_mask = combine_masks(causal_mask(T, S, device=x.device), attn_mask)
-            out, probs = scaled_dot_product_attention(q, k, v, attn_mask, dropout)
-        out = out.transpose(1, 2).reshape(B, T, D)  # (B, H, T, Dh) -> (B, T, D): concat heads
-        return self.out_proj(out), probs
+            return out, None
+        if is_causal:
+            attn_mask = combine_masks(causal_mask(T, S, device=q.device), attn_mask)
+        return scaled_dot_product_attention(q, k, v, attn_mask, dropout)
+
+
+def distinct_memories(k: torch.Tensor) -> torch.Tensor:
+    """The one memory behind a stride-0 view over a clip's beams; anything else unchanged.
+
+    Shapes:
+        k: (B, H, S, Dh)   returns: (1, H, S, Dh) for a stride-0 view, else (B, H, S, Dh)
+    """
+    return k[:1] if k.size(0) > 1 and k.stride(0) == 0 else k
+
+
+def fold_rows(q: torch.Tensor, groups: int) -> torch.Tensor:
+    """Stack the queries of each group of rows that shares one memory into one row: every
+    beam of a clip asks the same keys, so they can ask together, like one longer sequence.
+    Rows b * K .. b * K + K - 1 are group b (beam search's layout).
+
+    Shapes:
+        q: (B, H, T, Dh), B = groups * K   returns: (groups, H, K*T, Dh)
+    """
+    B, H, T, Dh = q.shape
+    q = q.reshape(groups, B // groups, H, T, Dh)  # (groups, K, H, T, Dh)
+    return q.transpose(1, 2).reshape(groups, H, -1, Dh)  # (groups, H, K*T, Dh)
+
+
+def unfold_rows(out: torch.Tensor, B: int) -> torch.Tensor:
+    """fold_rows() undone on the result.
+
+    Shapes:
+        out: (groups, H, K*T, X)   returns: (B, H, T, X), B = groups * K
+    """
+    groups, H, _, X = out.shape
+    out = out.reshape(groups, H, B // groups, -1, X)  # (groups, H, K, T, X)
+    return out.transpose(1, 2).reshape(B, H, -1, X)  # (B, H, T, X)

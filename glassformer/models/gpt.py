@@ -85,8 +85,9 @@ class GPT(nn.Module):
         return self.head(x)  # (B, T, V)
 
     def new_cache(self) -> KVCache:
-        """An empty KV cache for incremental decoding with this model."""
-        return KVCache(self.config.n_layers)
+        """An empty KV cache for incremental decoding with this model, preallocated for its
+        max_len positions on the first step and written in place (layers/kv_cache.py)."""
+        return KVCache(self.config.n_layers, capacity=self.config.max_len)
 
 
 def init_gpt_weights(model: GPT) -> None:

@@ -122,8 +122,11 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tokens, memory, memory_padding)
 
     def new_cache(self) -> KVCache:
-        """An empty KV cache (self- and cross-attention) for incremental decoding."""
-        return KVCache(self.config.n_decoder_layers, cross_attention=True)
+        """An empty KV cache (self- and cross-attention) for incremental decoding; the target
+        side is preallocated for max_tgt_len positions and written in place."""
+        return KVCache(
+            self.config.n_decoder_layers, cross_attention=True, capacity=self.config.max_tgt_len
+        )
 
 
 def init_seq2seq_weights(model: Seq2SeqTransformer) -> None:
