@@ -144,9 +144,9 @@ def transcribe_many(
     reject_below: float | None = None,
     encoder_batch: int = 8,
 ) -> list[Transcript]:
-    """transcribe() for several clips, the encoder run on up to `encoder_batch` at once
-    (one pass over a padded batch: where a server's throughput comes from); each clip is
-    then decoded on its own memory. Equal to transcribing them one by one.
+    """transcribe() for several clips, up to `encoder_batch` at once: one encoder pass over a
+    padded batch, then one beam search for all of them (decode_clips), where a server's
+    throughput comes from. Equal to transcribing them one by one.
     """
     check_beam_size(beam_size)
     if constrain and speech.grammar is None:
@@ -158,10 +158,7 @@ def transcribe_many(
         batch = pad_features(features)  # (B, M, N)
         same = bool((lengths == lengths[0]).all())
         memory, padding = speech.model.encode(batch, None if same else lengths.to(batch.device))
-        for row in range(len(features)):
-            valid = memory.size(1) if padding is None else int(padding[row].sum())
-            clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
-            results.append(decode_clip(speech, clip, beam_size, constrain, reject_below))
+        results += decode_clips(speech, memory, padding, beam_size, constrain, reject_below)
     return results
 
 
@@ -172,27 +169,32 @@ def pad_features(features: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack(padded)
 
 
-def decode_clip(
+def decode_clips(
     speech: SpeechModel,
     memory: torch.Tensor,
+    padding: torch.Tensor | None,
     beam_size: int,
     constrain: bool,
     reject_below: float | None,
-) -> Transcript:
-    """Beam search over one clip's encoder memory, then the grammar's reading of the words.
+) -> list[Transcript]:
+    """One beam search over every clip's encoder memory, then the grammar's reading of each
+    clip's best words.
+
+    Row b * K + k of the search is beam k of clip b. A clip's K beams ask its memory together
+    (projected once per clip, padding masked: layers/attention.py), and the grammar constraint
+    reads each beam's own tokens, so every clip keeps its own grammar state.
 
     Shapes:
-        memory: (1, S, D)
+        memory: (B, S, D)   padding: (B, S) bool, True = real frame, or None
     """
     from glassformer.decoding.search import beam_search
 
-    model, tokenizer, eos = speech.model, speech.tokenizer, speech.eos
-    K = beam_size
+    model, K, B = speech.model, beam_size, memory.size(0)
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
-        return model.decode(tokens, memory, None, cache)  # (K, T) tokens, one (1, S, D) memory
+        return model.decode(tokens, memory, padding, cache)  # (B*K, T) tokens, (B, S, D) memory
 
-    prompt = torch.tensor([speech.prompt], device=memory.device)
+    prompt = torch.tensor([speech.prompt] * B, device=memory.device)  # (B, T0)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
     hypotheses, scores = beam_search(
         step,
@@ -200,16 +202,39 @@ def decode_clip(
         prompt,
         K,
         model.config.max_tgt_len - len(speech.prompt),
-        eos,
+        speech.eos,
         suppress=speech.suppress,
         n_best=True,
         restrict=restrict,
-    )
-    chosen = strip(hypotheses[0, 0].tolist(), len(speech.prompt), eos)
-    text = tokenizer.decode(chosen)
-    parsed = speech.grammar is not None and scores[0, 0] > float("-inf")
-    command = speech.grammar.parse(text) if parsed else None
-    confidence = token_confidence(model, memory, [*speech.prompt, *chosen, eos], len(speech.prompt))
+    )  # (B, K, T), (B, K): each clip's hypotheses, best first
+    transcripts = []
+    for row in range(B):
+        valid = memory.size(1) if padding is None else int(padding[row].sum())
+        clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
+        best, found = hypotheses[row, 0].tolist(), bool(scores[row, 0] > float("-inf"))
+        transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below))
+    return transcripts
+
+
+def read_clip(
+    speech: SpeechModel,
+    memory: torch.Tensor,
+    best: list[int],
+    found: bool,
+    constrain: bool,
+    reject_below: float | None,
+) -> Transcript:
+    """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
+
+    Shapes:
+        memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
+    """
+    eos = speech.eos
+    chosen = strip(best, len(speech.prompt), eos)
+    text = speech.tokenizer.decode(chosen)
+    command = speech.grammar.parse(text) if speech.grammar is not None and found else None
+    tokens = [*speech.prompt, *chosen, eos]
+    confidence = token_confidence(speech.model, memory, tokens, len(speech.prompt))
     threshold = speech.reject_below if reject_below is None else reject_below
     if constrain and confidence < threshold:
         command = None  # the closest grammar sentence is too unlikely: a rejection
