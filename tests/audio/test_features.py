@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -81,3 +83,18 @@ def test_vocal_tract_warp_moves_a_tone_and_keeps_the_band_edges() -> None:
     # edges at h * warp: a longer tract (warp < 1) reads the tone in a higher band
     assert peak_band(0.9) > peak_band(1.0) > peak_band(1.1)
     assert compute_features(tone, warp=1.1).shape == compute_features(tone).shape
+
+
+def test_whisper_pads_to_the_next_ten_seconds_not_always_thirty() -> None:
+    from glassformer.audio.features import padded_length
+
+    config = FeatureConfig.whisper()
+    seconds = [padded_length(config, int(s * 16_000)) / 16_000 for s in (0.5, 10, 12, 29, 45)]
+    assert seconds == [10, 10, 20, 30, 30]  # 45 s is not padded (nor cut: transcribe cuts)
+    assert padded_length(FeatureConfig(), 16_000) == 0  # MFCC: no padding at all
+    clip = torch.randn(16_000 * 2)
+    assert compute_features(clip, config).shape == (80, 1000)  # 10 s of 10-ms frames
+    full = dataclasses.replace(config, window_step=0.0)
+    assert compute_features(clip, full).shape == (80, 3000)
+    with pytest.raises(ValueError, match="window_step"):
+        FeatureConfig(window_seconds=10, window_step=20)
