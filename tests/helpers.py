@@ -125,3 +125,27 @@ def written_out(model: nn.Module) -> KVCache:
             module.fused_qkv, module.use_sdpa = False, False
     fast = model.new_cache()
     return KVCache(len(fast.self_attn), cross_attention=fast.cross_attn is not None)
+
+
+TINY_GRAMMAR = """context:
+  expressions:
+    order:
+      - "make me a $size:size coffee"
+    stop:
+      - "stop"
+  slots:
+    size: [small, large]
+"""  # two intents, one slot: small enough for a model to overfit in seconds
+
+
+def assert_same_whisper_logits(
+    ours: nn.Module, hf_whisper: nn.Module, n_mels: int, frames: int
+) -> None:
+    """Our SpeechTransformer's logits equal transformers' Whisper's within 1e-5."""
+    torch.manual_seed(1)
+    features = torch.randn(2, n_mels, frames)  # (B, M, N)
+    tokens = torch.randint(3, 100, (2, 7))  # (B, T)
+    with torch.no_grad():
+        theirs = hf_whisper(input_features=features, decoder_input_ids=tokens).logits
+        mine = ours(features, tokens).logits  # (B, T, V)
+    torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5, msg="Whisper logits")

@@ -22,7 +22,7 @@ from glassformer.cli import main
 from glassformer.convert.openai_whisper import from_openai_whisper, hf_name_from_openai
 from glassformer.errors import CheckpointError
 from glassformer.tasks.speech.pretrained import installed_models
-from tests.helpers import tiny_whisper_config
+from tests.helpers import assert_same_whisper_logits, tiny_whisper_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -85,16 +85,6 @@ def hf_whisper() -> torch.nn.Module:
     return tiny_hf_whisper(100, SOURCE_POSITIONS)
 
 
-def assert_same_logits(ours: torch.nn.Module, hf_whisper: torch.nn.Module) -> None:
-    torch.manual_seed(1)
-    features = torch.randn(2, N_MELS, 2 * SOURCE_POSITIONS)  # (B, M, N)
-    tokens = torch.randint(3, 100, (2, 7))  # (B, T)
-    with torch.no_grad():
-        theirs = hf_whisper(input_features=features, decoder_input_ids=tokens).logits
-        mine = ours(features, tokens).logits  # (B, T, V)
-    torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5, msg="Whisper logits")
-
-
 def test_an_openai_checkpoint_gives_hugging_faces_logits(
     hf_whisper: torch.nn.Module, tmp_path: Path
 ) -> None:
@@ -102,7 +92,9 @@ def test_an_openai_checkpoint_gives_hugging_faces_logits(
     assert "encoder.blocks.1.attn.key.weight" in checkpoint["model_state_dict"]
     assert "decoder.blocks.0.cross_attn_ln.bias" in checkpoint["model_state_dict"]
     torch.save(checkpoint, tmp_path / "tiny.pt")
-    assert_same_logits(from_openai_whisper(tmp_path / "tiny.pt"), hf_whisper)
+    assert_same_whisper_logits(
+        from_openai_whisper(tmp_path / "tiny.pt"), hf_whisper, N_MELS, 2 * SOURCE_POSITIONS
+    )
 
 
 def test_float16_checkpoints_load_as_float32(hf_whisper: torch.nn.Module, tmp_path: Path) -> None:
@@ -134,7 +126,9 @@ def test_from_whisper_reads_every_source(hf_whisper: torch.nn.Module, tmp_path: 
         (hf_whisper.state_dict(), hf_whisper.config),
     ]
     for source, config in sources:
-        assert_same_logits(glassformer.from_whisper(source, config), hf_whisper)
+        assert_same_whisper_logits(
+            glassformer.from_whisper(source, config), hf_whisper, N_MELS, 2 * SOURCE_POSITIONS
+        )
     with pytest.raises(CheckpointError, match="not a Whisper model"):
         glassformer.from_whisper(tmp_path)  # a directory of nothing Whisper
 

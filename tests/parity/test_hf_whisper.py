@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from glassformer.convert.whisper import from_hf_whisper, rename  # noqa: E402
 from glassformer.errors import CheckpointError  # noqa: E402
-from tests.helpers import tiny_whisper_config  # noqa: E402
+from tests.helpers import assert_same_whisper_logits, tiny_whisper_config  # noqa: E402
 
 N_MELS, SOURCE_POSITIONS = 80, 16  # HF's encoder takes exactly 2 * 16 = 32 frames
 
@@ -29,13 +29,9 @@ def hf_whisper() -> torch.nn.Module:
 
 
 def test_logits_match_hugging_face(hf_whisper: torch.nn.Module) -> None:
-    ours = from_hf_whisper(hf_whisper)
-    features = torch.randn(2, N_MELS, 2 * SOURCE_POSITIONS)  # (B, M, N)
-    tokens = torch.randint(3, 100, (2, 7))  # (B, T)
-    with torch.no_grad():
-        theirs = hf_whisper(input_features=features, decoder_input_ids=tokens).logits
-        mine = ours(features, tokens).logits  # (B, T, V)
-    torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5, msg="Whisper logits")
+    assert_same_whisper_logits(
+        from_hf_whisper(hf_whisper), hf_whisper, N_MELS, 2 * SOURCE_POSITIONS
+    )
 
 
 def test_greedy_tokens_match_through_the_kv_cache(hf_whisper: torch.nn.Module) -> None:

@@ -16,15 +16,9 @@ import pytest
 import soundfile
 import torch
 
-GRAMMAR = """context:
-  expressions:
-    order:
-      - "make me a $size:size coffee"
-    stop:
-      - "stop"
-  slots:
-    size: [small, large]
-"""
+from tests.helpers import TINY_GRAMMAR
+
+GRAMMAR = TINY_GRAMMAR
 ALPHABET = string.ascii_lowercase + string.ascii_uppercase + " .,'!?\n"
 DATA = Path("/work/shared/data")  # real recordings, when this machine has them
 

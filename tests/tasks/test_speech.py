@@ -15,19 +15,12 @@ from glassformer.tasks.speech.inference import evaluate_speech, load_speech_mode
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.synth import read_manifest
+from tests.helpers import TINY_GRAMMAR
 
 pytestmark = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
 )
-GRAMMAR_TEXT = """context:
-  expressions:
-    order:
-      - "make me a $size:size coffee"
-    stop:
-      - "stop"
-  slots:
-    size: [small, large]
-"""
+GRAMMAR_TEXT = TINY_GRAMMAR
 CLEAN = SpeechDataConfig(
     noise_prob=0.0,
     speed_range=0.0,
