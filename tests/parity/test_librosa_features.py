@@ -9,12 +9,11 @@ import torch
 from glassformer.audio.features import (
     FeatureConfig,
     compute_features,
-    dct_matrix,
     log_energy,
-    mel_filterbank,
     n_frames,
     power_spectrogram,
 )
+from glassformer.audio.mel import dct_matrix, mel_filterbank
 
 librosa = pytest.importorskip("librosa")
 scipy_fft = pytest.importorskip("scipy.fft")
