@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_serve.py [--clients 1 4 16] [--seconds 60] [--max-requests 3000]
         [--speech whisper-tiny.en] [--grammar bench/grammars/words.yaml] [--audio-dir DIR]
+        [--recorded]   (2-5 s appointment commands in a real recorded voice instead)
         [--url http://127.0.0.1:PORT]   (an already running server; else one is started)
 
 Loopback only: the server this starts binds to 127.0.0.1, and --url must name 127.0.0.1 or
@@ -40,6 +41,28 @@ def command_clips(audio_dir: Path | None, count: int = 64) -> list[bytes]:
         sys.exit(f"no WAV files under {', '.join(map(str, folders))}")
     step = max(1, len(paths) // count)
     return [p.read_bytes() for p in paths[::step][:count]]
+
+
+def recorded_clips(count: int = 32) -> tuple[list[bytes], str]:
+    """2-5 s commands of the demo's appointments grammar in a real recorded voice
+    (voice/recorded.py: Debian's asterisk-core-sounds-en-wav), as WAV bytes, and the grammar."""
+    import io
+
+    import soundfile
+
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
+
+    grammar = ROOT / "glassformer" / "voice" / "grammars" / "appointments.yaml"
+    voice = find_voice()
+    if voice is None:
+        sys.exit(f"--recorded needs the recorded voice: {INSTALL_HINT}")
+    clips = []
+    for _, waveform in recorded_commands(Grammar.from_yaml(grammar), voice, count, seed=1):
+        buffer = io.BytesIO()
+        soundfile.write(buffer, waveform, 16_000, format="WAV", subtype="PCM_16")
+        clips.append(buffer.getvalue())
+    return clips, str(grammar)
 
 
 def rss_mb(pid: int) -> float | None:
@@ -130,14 +153,23 @@ def main() -> None:
     parser.add_argument("--speech", default="whisper-tiny.en")
     parser.add_argument("--grammar", default=str(ROOT / "bench" / "grammars" / "words.yaml"))
     parser.add_argument("--audio-dir", type=Path)
+    parser.add_argument(
+        "--recorded",
+        action="store_true",
+        help="send 2-5 s appointment commands in a real recorded voice (appointments.yaml)",
+    )
     parser.add_argument("--url", help="a running server on this machine (default: start one)")
     args = parser.parse_args()
     if args.url and urllib.parse.urlparse(args.url).hostname not in LOOPBACK:
         sys.exit(f"--url {args.url}: this load test only talks to loopback (127.0.0.1)")
     if max(args.clients) > 64 or args.seconds > 600:
         sys.exit("at most 64 clients and 600 s per N: this is a bounded test")
-    clips = command_clips(args.audio_dir)
-    server, url = (None, args.url) if args.url else start_server(args.speech, args.grammar)
+    grammar = args.grammar
+    if args.recorded:
+        clips, grammar = recorded_clips()
+    else:
+        clips = command_clips(args.audio_dir)
+    server, url = (None, args.url) if args.url else start_server(args.speech, grammar)
     try:
         asyncio.run(run_clients(url, clips, 2, 5.0, 8))  # warm-up: first calls load lazily
         rows = []
