@@ -10,9 +10,12 @@ Two paths compute the same thing: the explicit one (teaches, returns probabiliti
 torch.nn.functional.scaled_dot_product_attention (fused kernels). tests/layers/test_attention.py
 checks that they agree.
 
-Decoding adds two shortcuts, tested equal to the plain computation (tests/layers/test_kv_cache.py):
-self-attention's q, k, v come from one stacked (3*D, D) product, and the beams of one clip ask
-their shared encoder memory together, as one longer row of queries (fold_rows).
+Training and decoding compute self-attention's q, k, v as one stacked (3*D, D) product (one
+larger matrix product is faster than three small ones); the three projections stay separate
+modules and parameters, so checkpoints, conversions and traces see q_proj, k_proj, v_proj. The
+beams of one clip ask their shared encoder memory together, as one longer row of queries
+(fold_rows). Both are tested equal to the plain computation (tests/layers/test_kv_cache.py,
+tests/layers/test_attention.py).
 
 Not here: rotary or relative positions, grouped-query attention.
 """
@@ -93,7 +96,7 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias=key_bias)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        self.fused_qkv = True  # decoding: self-attention's q, k, v as one product (project_qkv)
+        self.fused_qkv = True  # training, decoding: q, k, v as one product (project_qkv)
         self.fused: tuple[torch.Tensor, torch.Tensor] | None = None  # kept stack, qkv_weight()
         self.fused_key: tuple | None = None  # the weights' identities and versions it was made of
 
@@ -107,21 +110,39 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention's queries, keys and values: three projections of the same x.
 
-        When decoding (`decoding`: a KV cache is given, eval mode, no gradients) they are
-        fused: one (3*D, D) matrix product instead of three, the same numbers with a third of
-        the operator calls (what a decode step of a small model pays for). Everything else
-        (training, evaluation, traces that hook q_proj), and `fused_qkv = False`, computes the
-        three one by one, as written in the paper.
+        Two cases fuse them into one (3*D, D) matrix product, the same numbers up to float
+        rounding with a third of the operator calls:
+          * training (train mode, gradients on): the three weights are stacked afresh on every
+            call, so the gradients flow back into q_proj, k_proj and v_proj (one product of
+            width 3*D runs faster on a CPU than three of width D, forward and backward);
+          * decoding (`decoding`: a KV cache is given, eval mode, no gradients): the stack is
+            kept between steps (qkv_weight), as a decode step of a small model pays per call.
+        Everything else (evaluation, traces that hook q_proj), and `fused_qkv = False`,
+        computes the three one by one, as written in the paper: the reference path.
 
         Shapes:
             x: (B, T, D)   returns: q, k, v, each (B, H, T, Dh)
         """
-        if not (decoding and self.fused_qkv) or self.training or torch.is_grad_enabled():
+        grad = torch.is_grad_enabled()
+        training = self.training and grad
+        decoding = decoding and not self.training and not grad
+        if not self.fused_qkv or not (training or decoding):
             return tuple(self.split_heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
         B, T, _ = x.shape
-        weight, bias = self.qkv_weight()
+        weight, bias = self.stack_qkv() if training else self.qkv_weight()  # (3*D, D), (3*D,)
         qkv = F.linear(x, weight, bias).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3*D)
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)  # three (B, H, T, Dh) views
+
+    def stack_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """q_proj, k_proj and v_proj's weights and biases, one under the other: (3*D, D), (3*D,).
+
+        A key projection without bias (Whisper's) contributes zeros.
+        """
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        weight = torch.cat([p.weight for p in projections])  # (3*D, D)
+        zeros = self.q_proj.bias.new_zeros(len(self.q_proj.bias))  # a key without bias adds 0
+        bias = torch.cat([zeros if p.bias is None else p.bias for p in projections])  # (3*D,)
+        return weight, bias
 
     def qkv_weight(self) -> tuple[torch.Tensor, torch.Tensor]:
         """q_proj, k_proj and v_proj stacked: (3*D, D) and (3*D,).
@@ -140,9 +161,7 @@ class MultiHeadAttention(nn.Module):
             key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
             if key == self.fused_key:
                 return self.fused
-        weight = torch.cat([p.weight for p in projections])  # (3*D, D)
-        zeros = self.q_proj.bias.new_zeros(len(self.q_proj.bias))  # a key without bias adds 0
-        bias = torch.cat([zeros if p.bias is None else p.bias for p in projections])  # (3*D,)
+        weight, bias = self.stack_qkv()
         if key is not None:
             self.fused, self.fused_key = (weight, bias), key
         return weight, bias

@@ -119,3 +119,30 @@ def test_one_memory_serves_every_beam_without_copies() -> None:
         torch.testing.assert_close(
             attention(step, memory, cache=shared)[0], attention(step, memory, cache=repeated)[0]
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("key_bias", [True, False])
+def test_training_fused_projection_equals_three_in_outputs_and_gradients(
+    dtype: torch.dtype, key_bias: bool
+) -> None:
+    """Training computes q, k, v as one stacked product; the three written-out projections
+    (fused_qkv=False) give the same outputs and the same gradient for every weight."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4, key_bias=key_bias).to(dtype).train()
+    x = torch.randn(3, 6, 16, dtype=dtype)
+    target = torch.randn(3, 6, 16, dtype=dtype)
+    results = []
+    for fused in (True, False):
+        attention.fused_qkv = fused
+        attention.zero_grad(set_to_none=True)
+        out = attention(x, is_causal=True)[0]
+        ((out - target) ** 2).sum().backward()
+        results.append((out, {n: p.grad for n, p in attention.named_parameters()}))
+    (fused_out, fused_grads), (out, grads) = results
+    tolerance = EXACT if dtype == torch.float64 else {"atol": 1e-5, "rtol": 1e-5}
+    torch.testing.assert_close(fused_out, out, **tolerance, msg="outputs differ")
+    assert fused_grads.keys() == grads.keys()
+    for name, grad in grads.items():
+        torch.testing.assert_close(fused_grads[name], grad, **tolerance, msg=name)
+    assert attention.fused is None, "training never keeps a stack (the weights change)"
