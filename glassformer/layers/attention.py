@@ -75,6 +75,8 @@ class MultiHeadAttention(nn.Module):
         use_sdpa: compute with torch's fused kernel unless probabilities are requested.
         key_bias: the key projection has a bias (Whisper's has none: a bias on every key
             adds the same score to every key of a query, which softmax ignores).
+        bias: the four projections have biases; False removes all of them (nanoGPT's
+            bias=False), whatever key_bias says.
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         use_sdpa: bool = True,
         key_bias: bool = True,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -92,12 +95,12 @@ class MultiHeadAttention(nn.Module):
         self.d_head = d_model // n_heads
         self.dropout = dropout
         self.use_sdpa = use_sdpa
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model, bias=key_bias)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias and key_bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.fused_qkv = True  # training, decoding: q, k, v as one product (project_qkv)
-        self.fused: tuple[torch.Tensor, torch.Tensor] | None = None  # kept stack, qkv_weight()
+        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # kept, qkv_weight()
         self.fused_key: tuple | None = None  # the weights' identities and versions it was made of
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -129,23 +132,26 @@ class MultiHeadAttention(nn.Module):
         if not self.fused_qkv or not (training or decoding):
             return tuple(self.split_heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
         B, T, _ = x.shape
-        weight, bias = self.stack_qkv() if training else self.qkv_weight()  # (3*D, D), (3*D,)
+        weight, bias = self.stack_qkv() if training else self.qkv_weight()  # (3*D, D), (3*D,)/None
         qkv = F.linear(x, weight, bias).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3*D)
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)  # three (B, H, T, Dh) views
 
-    def stack_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def stack_qkv(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q_proj, k_proj and v_proj's weights and biases, one under the other: (3*D, D), (3*D,).
 
-        A key projection without bias (Whisper's) contributes zeros.
+        A key projection without bias (Whisper's) contributes zeros; projections without any
+        bias (bias=False) give None, and the product adds nothing.
         """
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = torch.cat([p.weight for p in projections])  # (3*D, D)
-        zeros = self.q_proj.bias.new_zeros(len(self.q_proj.bias))  # a key without bias adds 0
+        if all(p.bias is None for p in projections):
+            return weight, None
+        zeros = self.q_proj.weight.new_zeros(self.q_proj.out_features)  # no bias adds 0
         bias = torch.cat([zeros if p.bias is None else p.bias for p in projections])  # (3*D,)
         return weight, bias
 
-    def qkv_weight(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """q_proj, k_proj and v_proj stacked: (3*D, D) and (3*D,).
+    def qkv_weight(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """q_proj, k_proj and v_proj stacked: (3*D, D) and (3*D,), or None without biases.
 
         The stack is kept until a weight changes: one more copy of the three matrices in
         memory, two operator calls less per layer and step. A change is noticed by the

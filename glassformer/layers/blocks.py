@@ -12,11 +12,15 @@ without warmup tricks; it then needs one final norm after the last block.
 The decoder block masks its self-attention causally (a position sees only itself and earlier
 positions) and, in an encoder-decoder model, adds cross-attention: queries from the decoder,
 keys and values from the encoder's output (`memory`).
+
+A block's settings travel together as one BlockConfig, which the models build from their own
+configs (GPTConfig, Seq2SeqConfig).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -44,43 +48,50 @@ def add_and_norm(
     return norm(x + dropout(sublayer(x)))
 
 
+@dataclass(frozen=True)
+class BlockConfig:
+    """The settings shared by every block of a stack (the models' configs validate them)."""
+
+    d_model: int  # width of the residual stream (D), e.g. 128
+    n_heads: int  # attention heads (H); d_model must divide evenly
+    d_ff: int  # feed-forward hidden width (F), usually 4 * D
+    dropout: float = 0.0  # on attention probabilities, hidden activations, sub-layer outputs
+    activation: str = "relu"  # feed-forward non-linearity: relu | gelu | gelu_tanh
+    norm_first: bool = False  # pre-norm (True) or post-norm (False); see the module docstring
+    layer_norm_eps: float = 1e-5  # eps of every LayerNorm
+    use_sdpa: bool = True  # attention through torch's fused kernel (see attention.py)
+    key_bias: bool = True  # the attention key projections have a bias (False for Whisper)
+    bias: bool = True  # every linear layer and LayerNorm has a bias (False: nanoGPT's bias=False)
+
+    def attention(self) -> MultiHeadAttention:
+        """One attention sub-layer with these settings."""
+        c = self
+        return MultiHeadAttention(c.d_model, c.n_heads, c.dropout, c.use_sdpa, c.key_bias, c.bias)
+
+    def norm(self) -> LayerNorm:
+        """One LayerNorm with these settings."""
+        return LayerNorm(self.d_model, self.layer_norm_eps, bias=self.bias)
+
+
 class EncoderBlock(nn.Module):
     """Self-attention over the whole sequence (no causal mask), then feed-forward.
 
     Args:
-        d_model: width of the residual stream (D).
-        n_heads: attention heads (H).
-        d_ff: feed-forward hidden width (F).
-        dropout: dropout on attention probabilities, hidden activations and sub-layer outputs.
-        activation: feed-forward non-linearity ("relu", "gelu", "gelu_tanh").
-        norm_first: pre-norm (True) or post-norm (False); see the module docstring.
-        layer_norm_eps: eps of every LayerNorm.
-        use_sdpa: attention through torch's fused kernel (see attention.py).
-        key_bias: the attention's key projections have a bias (False for Whisper).
+        config: the block's sizes and choices (BlockConfig).
 
     Shapes:
         x: (B, S, D)   attn_mask: broadcastable to (B, H, S, S)   returns: (B, S, D)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-        use_sdpa: bool = True,
-        key_bias: bool = True,
-    ) -> None:
+    def __init__(self, config: BlockConfig) -> None:
         super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
-        self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout)
-        self.ffn_norm = LayerNorm(d_model, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        c = config
+        self.norm_first = c.norm_first
+        self.self_attn = c.attention()
+        self.self_attn_norm = c.norm()
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.activation, c.dropout, c.bias)
+        self.ffn_norm = c.norm()
+        self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         def attend(h: torch.Tensor) -> torch.Tensor:
@@ -94,9 +105,9 @@ class DecoderBlock(nn.Module):
     """Causal self-attention, optional cross-attention to `memory`, then feed-forward.
 
     Args:
+        config: the block's sizes and choices (BlockConfig).
         cross_attention: include the cross-attention sub-layer (encoder-decoder models);
             False gives the GPT block.
-        The other arguments are EncoderBlock's.
 
     Shapes:
         x: (B, T, D)   memory: (B, S, D)
@@ -104,31 +115,20 @@ class DecoderBlock(nn.Module):
         returns: (B, T, D)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-        use_sdpa: bool = True,
-        cross_attention: bool = True,
-        key_bias: bool = True,
-    ) -> None:
+    def __init__(self, config: BlockConfig, cross_attention: bool = True) -> None:
         super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
-        self.self_attn_norm = LayerNorm(d_model, layer_norm_eps)
+        c = config
+        self.norm_first = c.norm_first
+        self.self_attn = c.attention()
+        self.self_attn_norm = c.norm()
         if cross_attention:
-            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, use_sdpa, key_bias)
-            self.cross_attn_norm = LayerNorm(d_model, layer_norm_eps)
+            self.cross_attn = c.attention()
+            self.cross_attn_norm = c.norm()
         else:
             self.cross_attn = self.cross_attn_norm = None
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout)
-        self.ffn_norm = LayerNorm(d_model, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.activation, c.dropout, c.bias)
+        self.ffn_norm = c.norm()
+        self.dropout = nn.Dropout(c.dropout)
 
     def forward(
         self,

@@ -42,20 +42,26 @@ class FeedForward(nn.Module):
         d_ff: hidden width (F); the paper uses 2048 for D = 512.
         activation: one of ACTIVATIONS.
         dropout: dropout on the hidden activations during training.
+        bias: both linear layers learn a bias (False as nanoGPT's bias=False).
 
     Shapes:
         x: (B, T, D)   returns: (B, T, D)
     """
 
     def __init__(
-        self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "relu",
+        dropout: float = 0.0,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is not one of {sorted(ACTIVATIONS)}")
         self.activation = ACTIVATIONS[activation]
-        self.up_proj = nn.Linear(d_model, d_ff)
-        self.down_proj = nn.Linear(d_ff, d_model)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

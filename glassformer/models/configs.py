@@ -41,6 +41,8 @@ class GPTConfig:
     tie_weights: bool = True  # de-embedding shares the embedding matrix (GPT-2, the paper)
     layer_norm_eps: float = 1e-5  # eps inside every LayerNorm's square root
     use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
+    bias: bool = True  # biases in every Linear and LayerNorm (GPT-2); False: none (nanoGPT's)
+    # False is a little faster to train; checkpoints saved before this field load with True
 
     def __post_init__(self) -> None:
         require_positive(self, "vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")

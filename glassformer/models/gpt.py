@@ -17,11 +17,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from glassformer.layers.blocks import Decoder, DecoderBlock
+from glassformer.layers.blocks import BlockConfig, Decoder, DecoderBlock
 from glassformer.layers.embedding import DeEmbedding, TokenEmbedding
 from glassformer.layers.kv_cache import KVCache
 from glassformer.layers.masks import key_padding_to_attn_mask
-from glassformer.layers.norm import LayerNorm
 from glassformer.layers.positional import LearnedPositions, make_positions
 from glassformer.models.configs import GPTConfig
 
@@ -43,21 +42,19 @@ class GPT(nn.Module):
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.scale_embedding)
         self.positions = make_positions(c.positional, c.max_len, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
-        blocks = [
-            DecoderBlock(
-                c.d_model,
-                c.n_heads,
-                c.d_ff,
-                c.dropout,
-                c.activation,
-                c.norm_first,
-                c.layer_norm_eps,
-                c.use_sdpa,
-                cross_attention=False,
-            )
-            for _ in range(c.n_layers)
-        ]
-        final_norm = LayerNorm(c.d_model, c.layer_norm_eps) if c.norm_first else None
+        block = BlockConfig(
+            c.d_model,
+            c.n_heads,
+            c.d_ff,
+            c.dropout,
+            c.activation,
+            c.norm_first,
+            layer_norm_eps=c.layer_norm_eps,
+            use_sdpa=c.use_sdpa,
+            bias=c.bias,  # False: no bias in any Linear or LayerNorm (nanoGPT bias=False)
+        )
+        blocks = [DecoderBlock(block, cross_attention=False) for _ in range(c.n_layers)]
+        final_norm = block.norm() if c.norm_first else None
         self.decoder = Decoder(blocks, final_norm)
         tied = self.embed.weight if c.tie_weights else None  # one matrix, both ways
         self.head = DeEmbedding(c.d_model, c.vocab_size, tied)
@@ -91,7 +88,7 @@ class GPT(nn.Module):
 
 
 def init_gpt_weights(model: GPT) -> None:
-    """GPT-2's initialization: N(0, 0.02) for matrices and embeddings, zero biases.
+    """GPT-2's initialization: N(0, 0.02) for matrices and embeddings, zero biases (if any).
 
     The projections that write into the residual stream (attention out_proj and feed-forward
     down_proj) get std 0.02 / sqrt(2 * n_layers), so the stream's variance does not grow with
@@ -102,7 +99,8 @@ def init_gpt_weights(model: GPT) -> None:
         if isinstance(module, nn.Linear):
             is_residual = name.endswith(("out_proj", "down_proj"))
             nn.init.normal_(module.weight, std=residual_std if is_residual else 0.02)
-            nn.init.zeros_(module.bias)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif isinstance(module, (TokenEmbedding, DeEmbedding)):
             nn.init.normal_(module.weight, std=0.02)
     if isinstance(model.positions, LearnedPositions):
@@ -150,7 +148,10 @@ def gpt_state_dict_from_hf(
       * HF fuses the query, key and value projections into one c_attn of width 3 * D;
         we keep q_proj, k_proj and v_proj separate, so c_attn is split in three.
     Every HF weight must be used exactly once; anything left over or missing is an error.
+    GPT-2 has biases everywhere, so `config.bias` must be True.
     """
+    if not config.bias:
+        raise ValueError("GPT-2 weights have biases: the config needs bias=True")
     state = {k.removeprefix("transformer."): v for k, v in hf_state.items()}
     state = {k: v for k, v in state.items() if not k.endswith(HF_IGNORED_SUFFIXES)}
     out: dict[str, torch.Tensor] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from glassformer.layers.blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
+from glassformer.layers.blocks import BlockConfig, Decoder, DecoderBlock, Encoder, EncoderBlock
 from glassformer.layers.embedding import DeEmbedding, TokenEmbedding
 from glassformer.layers.frontend import FeatureFrontEnd
 from glassformer.layers.kv_cache import KVCache
@@ -49,16 +49,21 @@ class Seq2SeqTransformer(nn.Module):
         )
         self.tgt_positions = make_positions(c.positional, c.max_tgt_len, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
-        block_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first)
-        block_args += (c.layer_norm_eps, c.use_sdpa)
-        self.encoder = Encoder(
-            [EncoderBlock(*block_args, key_bias=c.key_bias) for _ in range(c.n_encoder_layers)],
-            self.make_final_norm(),
+        block = BlockConfig(
+            c.d_model,
+            c.n_heads,
+            c.d_ff,
+            c.dropout,
+            c.activation,
+            c.norm_first,
+            layer_norm_eps=c.layer_norm_eps,
+            use_sdpa=c.use_sdpa,
+            key_bias=c.key_bias,
         )
-        decoder_blocks = [
-            DecoderBlock(*block_args, cross_attention=True, key_bias=c.key_bias)
-            for _ in range(c.n_decoder_layers)
-        ]
+        self.encoder = Encoder(
+            [EncoderBlock(block) for _ in range(c.n_encoder_layers)], self.make_final_norm()
+        )
+        decoder_blocks = [DecoderBlock(block) for _ in range(c.n_decoder_layers)]
         self.decoder = Decoder(decoder_blocks, self.make_final_norm())
         tied = self.tgt_embed.weight if c.tie_output else None  # one matrix, both ways
         self.head = DeEmbedding(c.d_model, c.tgt_vocab_size, tied)

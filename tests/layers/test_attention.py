@@ -122,14 +122,15 @@ def test_one_memory_serves_every_beam_without_copies() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("key_bias", [True, False])
+@pytest.mark.parametrize("key_bias, bias", [(True, True), (False, True), (True, False)])
 def test_training_fused_projection_equals_three_in_outputs_and_gradients(
-    dtype: torch.dtype, key_bias: bool
+    dtype: torch.dtype, key_bias: bool, bias: bool
 ) -> None:
     """Training computes q, k, v as one stacked product; the three written-out projections
-    (fused_qkv=False) give the same outputs and the same gradient for every weight."""
+    (fused_qkv=False) give the same outputs and the same gradient for every weight, with
+    and without biases."""
     torch.manual_seed(0)
-    attention = MultiHeadAttention(16, 4, key_bias=key_bias).to(dtype).train()
+    attention = MultiHeadAttention(16, 4, key_bias=key_bias, bias=bias).to(dtype).train()
     x = torch.randn(3, 6, 16, dtype=dtype)
     target = torch.randn(3, 6, 16, dtype=dtype)
     results = []

@@ -49,8 +49,8 @@ def test_a_full_cache_says_so_and_clear_keeps_the_buffer() -> None:
 
 def test_fused_projection_equals_three_and_follows_weight_changes() -> None:
     torch.manual_seed(0)
-    for key_bias in (True, False):
-        attention = MultiHeadAttention(16, 4, key_bias=key_bias).double().eval()
+    for key_bias, bias in ((True, True), (False, True), (True, False)):
+        attention = MultiHeadAttention(16, 4, key_bias=key_bias, bias=bias).double().eval()
         x = torch.randn(2, 5, 16, dtype=torch.float64)
         with torch.no_grad():
             fused = attention(x, is_causal=True, cache=AttentionCache(5))[0]

@@ -22,6 +22,17 @@ def test_layer_norm_equals_torch(written_out: bool) -> None:
     torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-5, msg="LayerNorm")
 
 
+@pytest.mark.parametrize("written_out", [True, False])
+def test_layer_norm_without_bias_equals_torch_and_has_no_bias(written_out: bool) -> None:
+    ours = LayerNorm(16, written_out=written_out, bias=False)
+    theirs = nn.LayerNorm(16, bias=False)
+    assert ours.bias is None and [n for n, _ in ours.named_parameters()] == ["weight"]
+    with torch.no_grad():
+        ours.weight.copy_(theirs.weight.normal_())
+    x = torch.randn(3, 5, 16) * 4 + 2
+    torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-5, msg="no bias")
+
+
 def test_written_out_layer_norm_equals_the_fused_kernel_in_float64() -> None:
     x = torch.randn(4, 7, 32, dtype=torch.float64) * 3 + 1
     weight, bias = torch.randn(32, dtype=torch.float64), torch.randn(32, dtype=torch.float64)

@@ -46,9 +46,9 @@ def test_padded_batch_equals_unpadded_rows_and_has_no_nan() -> None:
     assert not logits.isnan().any()
 
 
-@pytest.mark.parametrize("use_sdpa", [False, True])
-def test_cached_incremental_decoding_equals_full_recomputation(use_sdpa: bool) -> None:
-    model = tiny(use_sdpa=use_sdpa, positional="sinusoidal", dropout=0.1).eval()
+@pytest.mark.parametrize("use_sdpa, bias", [(False, True), (True, True), (True, False)])
+def test_cached_incremental_decoding_equals_full_recomputation(use_sdpa: bool, bias: bool) -> None:
+    model = tiny(use_sdpa=use_sdpa, positional="sinusoidal", dropout=0.1, bias=bias).eval()
     tokens = torch.randint(0, 64, (2, 10))
     with torch.no_grad():
         full = model(tokens)
@@ -66,8 +66,8 @@ def test_gpt2_small_has_exactly_124_439_808_parameters_with_tied_head() -> None:
     assert sum(p.numel() for p in model.parameters()) == 124_439_808
 
 
-@pytest.mark.parametrize("tie_weights", [False, True])
-def test_parameter_count_matches_closed_form(tie_weights: bool) -> None:
+@pytest.mark.parametrize("tie_weights, bias", [(False, True), (True, True), (True, False)])
+def test_parameter_count_matches_closed_form(tie_weights: bool, bias: bool) -> None:
     c = GPTConfig(
         vocab_size=50,
         max_len=16,
@@ -76,11 +76,36 @@ def test_parameter_count_matches_closed_form(tie_weights: bool) -> None:
         n_layers=3,
         d_ff=40,
         tie_weights=tie_weights,
+        bias=bias,
     )
     V, T, D, F_, L = c.vocab_size, c.max_len, c.d_model, c.d_ff, c.n_layers
-    per_block = 4 * (D * D + D) + (D * F_ + F_) + (F_ * D + D) + 2 * 2 * D  # attn, ffn, 2 norms
-    expected = V * D + T * D + L * per_block + 2 * D + (0 if tie_weights else V * D)
+    b = 1 if bias else 0  # each Linear's bias, each LayerNorm's bias
+    per_block = 4 * (D * D + b * D) + (D * F_ + b * F_) + (F_ * D + b * D) + 2 * (1 + b) * D
+    expected = V * D + T * D + L * per_block + (1 + b) * D + (0 if tie_weights else V * D)
     assert sum(p.numel() for p in GPT(c).parameters()) == expected
+
+
+def test_without_bias_has_no_bias_and_equals_the_biased_model_with_zero_biases() -> None:
+    """bias=False (nanoGPT's) removes every Linear and LayerNorm bias; the result computes
+    what the same model with biases computes once they are all zero, in training (the fused
+    q/k/v product, gradients) and in evaluation."""
+    torch.manual_seed(0)
+    plain = GPT(dataclasses.replace(GPTConfig.tiny(), bias=False)).double()
+    names = [name for name, _ in plain.named_parameters()]
+    assert not [n for n in names if n.endswith("bias")], names
+    reference = GPT(GPTConfig.tiny()).double()
+    state = {k: torch.zeros_like(v) for k, v in reference.state_dict().items()}  # biases 0
+    state.update(plain.state_dict())
+    reference.load_state_dict(state)
+    tokens = torch.randint(0, 64, (3, 12))
+    for mode in (True, False):
+        out, expected = plain.train(mode)(tokens), reference.train(mode)(tokens)
+        torch.testing.assert_close(out, expected, atol=1e-12, rtol=0, msg=f"train={mode}")
+    out.sum().backward()
+    expected.sum().backward()
+    for name, p in plain.named_parameters():
+        grad = reference.get_parameter(name).grad
+        torch.testing.assert_close(p.grad, grad, atol=1e-12, rtol=0, msg=name)
 
 
 def test_logits_shape_and_residual_init_scale() -> None:
@@ -90,8 +115,9 @@ def test_logits_shape_and_residual_init_scale() -> None:
     assert std == pytest.approx(0.02 / 4, rel=0.2)  # 0.02 / sqrt(2 * 8)
 
 
-def test_overfits_one_batch() -> None:
-    model = tiny().train()
+@pytest.mark.parametrize("bias", [True, False])
+def test_overfits_one_batch(bias: bool) -> None:
+    model = tiny(bias=bias).train()
     tokens = torch.randint(0, 64, (4, 16))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(150):

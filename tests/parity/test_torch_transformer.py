@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from glassformer.layers.blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
+from glassformer.layers.blocks import BlockConfig, Decoder, DecoderBlock, Encoder, EncoderBlock
 from glassformer.layers.masks import key_padding_to_attn_mask, padding_mask
 from glassformer.layers.norm import LayerNorm
 from tests.helpers import copy_decoder_layer, copy_encoder_layer, copy_norm, torch_causal_mask
@@ -20,8 +20,8 @@ D, H, F = 32, 4, 64
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
-def block_args(norm_first: bool, use_sdpa: bool = True) -> dict:
-    return {"d_model": D, "n_heads": H, "d_ff": F, "norm_first": norm_first, "use_sdpa": use_sdpa}
+def block_args(norm_first: bool, use_sdpa: bool = True) -> BlockConfig:
+    return BlockConfig(D, H, F, norm_first=norm_first, use_sdpa=use_sdpa)
 
 
 def torch_layer_args(norm_first: bool) -> dict:
@@ -39,7 +39,7 @@ def torch_layer_args(norm_first: bool) -> dict:
 @pytest.mark.parametrize("use_sdpa", [False, True])
 def test_encoder_block_matches_torch(norm_first: bool, use_sdpa: bool) -> None:
     theirs = nn.TransformerEncoderLayer(**torch_layer_args(norm_first)).eval()
-    ours = EncoderBlock(**block_args(norm_first, use_sdpa)).eval()
+    ours = EncoderBlock(block_args(norm_first, use_sdpa)).eval()
     copy_encoder_layer(ours, theirs)
     x = torch.randn(2, 7, D)
     torch.testing.assert_close(ours(x), theirs(x), **TOL, msg=f"norm_first={norm_first}")
@@ -48,7 +48,7 @@ def test_encoder_block_matches_torch(norm_first: bool, use_sdpa: bool) -> None:
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_block_with_padding_matches_torch(norm_first: bool) -> None:
     theirs = nn.TransformerEncoderLayer(**torch_layer_args(norm_first)).eval()
-    ours = EncoderBlock(**block_args(norm_first)).eval()
+    ours = EncoderBlock(block_args(norm_first)).eval()
     copy_encoder_layer(ours, theirs)
     x = torch.randn(2, 7, D)
     keep = padding_mask(torch.tensor([7, 4]), 7)
@@ -61,7 +61,7 @@ def test_encoder_block_with_padding_matches_torch(norm_first: bool) -> None:
 @pytest.mark.parametrize("use_sdpa", [False, True])
 def test_decoder_block_matches_torch(norm_first: bool, use_sdpa: bool) -> None:
     theirs = nn.TransformerDecoderLayer(**torch_layer_args(norm_first)).eval()
-    ours = DecoderBlock(**block_args(norm_first, use_sdpa)).eval()
+    ours = DecoderBlock(block_args(norm_first, use_sdpa)).eval()
     copy_decoder_layer(ours, theirs)
     x, memory = torch.randn(2, 6, D), torch.randn(2, 9, D)
     keep = padding_mask(torch.tensor([9, 5]), 9)
@@ -85,12 +85,8 @@ def test_whole_encoder_decoder_matches_nn_transformer(norm_first: bool) -> None:
         norm_first=norm_first,
     ).eval()
     # nn.Transformer ends each stack with a LayerNorm, whatever norm_first is.
-    encoder = Encoder(
-        [EncoderBlock(**block_args(norm_first)) for _ in range(n_layers)], LayerNorm(D)
-    )
-    decoder = Decoder(
-        [DecoderBlock(**block_args(norm_first)) for _ in range(n_layers)], LayerNorm(D)
-    )
+    encoder = Encoder([EncoderBlock(block_args(norm_first)) for _ in range(n_layers)], LayerNorm(D))
+    decoder = Decoder([DecoderBlock(block_args(norm_first)) for _ in range(n_layers)], LayerNorm(D))
     for ours, their_layer in zip(encoder.blocks, theirs.encoder.layers, strict=True):
         copy_encoder_layer(ours, their_layer)
     for ours, their_layer in zip(decoder.blocks, theirs.decoder.layers, strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def gpt_dir(tmp_path: Path) -> Path:
     [
         GPT(GPTConfig.tiny()),
         GPT(GPTConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=1, tie_weights=False)),
+        GPT(GPTConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=1, bias=False)),
         Seq2SeqTransformer(Seq2SeqConfig.tiny()),
         Seq2SeqTransformer(
             Seq2SeqConfig(
@@ -39,7 +41,7 @@ def gpt_dir(tmp_path: Path) -> Path:
             )
         ),
     ],
-    ids=["gpt-tied", "gpt-untied", "seq2seq", "seq2seq-features"],
+    ids=["gpt-tied", "gpt-untied", "gpt-no-bias", "seq2seq", "seq2seq-features"],
 )
 def test_round_trip_restores_config_and_every_tensor(
     model: torch.nn.Module, tmp_path: Path
@@ -156,3 +158,21 @@ def test_unexpected_tensor_is_named(gpt_dir: Path) -> None:
     save_file(tensors, str(gpt_dir / "model.safetensors"))
     with pytest.raises(CheckpointError, match="unexpected tensors extra.weight"):
         glassformer.load(gpt_dir)
+
+
+def test_checkpoint_from_before_the_bias_field_loads_with_biases(gpt_dir: Path) -> None:
+    """Checkpoints written before GPTConfig.bias existed have biases: the default is True."""
+    header = json.loads((gpt_dir / "config.json").read_text())
+    del header["config"]["bias"]
+    (gpt_dir / "config.json").write_text(json.dumps(header))
+    model = glassformer.load(gpt_dir)
+    assert model.config.bias and model.decoder.blocks[0].ffn.up_proj.bias is not None
+
+
+def test_bias_free_weights_under_a_biased_config_name_the_missing_biases(tmp_path: Path) -> None:
+    path = save_checkpoint(GPT(dataclasses.replace(GPTConfig.tiny(), bias=False)), tmp_path / "a")
+    header = json.loads((path / "config.json").read_text())
+    header["config"]["bias"] = True
+    (path / "config.json").write_text(json.dumps(header))
+    with pytest.raises(CheckpointError, match=r"missing tensors .*bias"):
+        glassformer.load(path)
