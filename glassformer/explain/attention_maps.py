@@ -175,19 +175,19 @@ def clip_cross_attention(speech, waveform: np.ndarray, heard: str) -> AttentionM
     memory, _ = model.encode(features)  # (1, S, D): S = N / 2 or N / 4 with conv front ends
     space = " " if len(speech.prompt) > 1 else ""  # Whisper (several prompt tokens) writes
     written = tokenizer.encode(space + heard)  # " one" where a model trained here writes "one"
-    written = written[: model.config.max_tgt_len - len(speech.prompt) - 1]
-    ids = [*speech.prompt, *written, speech.eos]
+    written = written[: model.config.max_tgt_len - len(speech.start) - 1]
+    ids = [*speech.start, *written, speech.eos]
     probs = run_traced(
         [b.cross_attn for b in model.decoder.blocks],
         lambda: model.decode(torch.tensor([ids[:-1]]), memory),
     )  # (L, H, T, S)
-    probs = probs[:, :, len(speech.prompt) - 1 :]  # the rows that write the transcript
+    probs = probs[:, :, len(speech.start) - 1 :]  # the rows that write the transcript
     seconds = len(heard_audio) / SAMPLE_RATE
     positions_per_second = memory.size(1) * speech.features.frames_per_second / features.size(-1)
     probs = probs[..., : max(1, math.ceil(seconds * positions_per_second))]
     shown = heard if len(heard) <= 50 else heard[:49] + "…"  # a long title would be cut off
     title = f'cross-attention over {seconds:.2f} s of audio: "{shown}"'
-    labels = token_labels(tokenizer, ids[len(speech.prompt) :])
+    labels = token_labels(tokenizer, ids[len(speech.start) :])
     return AttentionMaps(probs, labels, [], title, heard_audio)
 
 

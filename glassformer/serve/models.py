@@ -6,13 +6,13 @@
     lm            a language-model run or checkpoint directory (generation, attention)
     translation   a translation run or checkpoint directory (translation, attention)
 
-Each grammar gets its own SpeechModel sharing the one network (dataclasses.replace copies
-references, not weights). Not here: loading or unloading models while the server runs.
+Each grammar gets its own SpeechModel sharing the one network (inference.use_grammar copies
+references, not weights; a zero-shot Whisper also gets the grammar's phrases as context).
+Not here: loading or unloading models while the server runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,11 @@ def grammar_names(paths: list[str]) -> dict[str, Path]:
 def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str, Any]:
     """A SpeechModel per grammar: the given files, else the checkpoint's own grammar, else
     the packaged default (voice/grammars/desktop.yaml)."""
-    from glassformer.tasks.speech.inference import grammar_constraint, load_speech_model
+    from glassformer.tasks.speech.inference import (
+        grammar_constraint,
+        load_speech_model,
+        use_grammar,
+    )
     from glassformer.voice.grammar import Grammar
 
     speech = load_speech_model(source, device)
@@ -61,7 +65,7 @@ def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str,
         grammars = {Path(own.path).stem if own.path else "default": own}
     else:
         grammars = {DEFAULT_GRAMMAR.stem: Grammar.from_yaml(DEFAULT_GRAMMAR)}
-    models = {name: dataclasses.replace(speech, grammar=g) for name, g in grammars.items()}
+    models = {name: use_grammar(speech, g) for name, g in grammars.items()}
     first = next(iter(models.values()))
     grammar_constraint(first, 1)  # reads the vocabulary once (token texts, closers) ...
     for model in models.values():  # ... and every grammar's model shares that reading

@@ -204,3 +204,19 @@ def test_fine_tuning_flags_go_together(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["train", "speech", "--preset", "finetune", "--out", str(tmp_path / "r")]) == 2
     assert "--init MODEL and --preset finetune go together" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_grammar_becomes_whispers_context(whisper, tmp_path: Path) -> None:  # noqa: ANN001
+    """Zero-shot, the grammar's phrases go before Whisper's prompt as its previous-text
+    context (<|startofprev|> ...); a model without one, or with no grammar, gets none."""
+    from glassformer.tasks.speech.inference import use_grammar
+    from glassformer.voice.grammar import Grammar
+
+    (tmp_path / "digits.yaml").write_text(DIGITS)
+    with_grammar = use_grammar(whisper, Grammar.from_yaml(tmp_path / "digits.yaml"))
+    context = with_grammar.context
+    assert context[0] == whisper.tokenizer.special_tokens["<|startofprev|>"]
+    assert whisper.tokenizer.decode(context[1:]) == " " + ", ".join(WORDS_BY_DIGIT)
+    assert with_grammar.start == [*context, *whisper.prompt] and whisper.context == []
+    assert with_grammar.model is whisper.model  # the same network, not a copy
+    assert use_grammar(whisper, None).context == []

@@ -10,6 +10,7 @@ reject_below) the command is rejected (intent None) rather than guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from glassformer.voice.grammar import Grammar
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
 WORD_CASE = re.compile(r" [A-Z][a-z']*|[A-Z][a-z']+")  # " One", "One": a capital first letter
+MAX_CONTEXT_TOKENS = 120  # Whisper's previous-text prompt holds at most 223 tokens
 GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces: normalized text
 
 
@@ -53,14 +55,15 @@ def load_speech_model(
     features.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
-    none). A checkpoint's "decoding" settings (prompt, eos, suppress) come from its importer;
-    a model trained here starts from <bos> and ends with <eos>.
+    none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token) come
+    from its importer; a model trained here starts from <bos> and ends with <eos>.
     """
     from glassformer.tasks.speech.pretrained import is_pretrained_source, load_pretrained
     from glassformer.tokenizer.io import load_tokenizer
 
     if is_pretrained_source(path) or not Path(path).exists():
-        return load_pretrained(path, device, grammar)  # an unknown name: one line listing ours
+        speech = load_pretrained(path, device)  # an unknown name: one line listing ours
+        return use_grammar(speech, Grammar.from_yaml(grammar) if grammar else None)
 
     model, directory, header = load_task_checkpoint(path, "speech", device)
     where = directory / "config.json"
@@ -74,17 +77,39 @@ def load_speech_model(
     own_grammar = directory / GRAMMAR_FILE if (directory / GRAMMAR_FILE).is_file() else None
     grammar_path = grammar or own_grammar
     decoding = header.get("decoding") or default_decoding(tokenizer)
-    return SpeechModel(
+    speech = SpeechModel(
         model,
         tokenizer,
-        Grammar.from_yaml(grammar_path) if grammar_path else None,
+        None,
         features,
         list(decoding["prompt"]),
         int(decoding["eos"]),
         list(decoding["suppress"]),
         list(decoding.get("suppress_at_start", [])),
         float(decoding.get("reject_below", 0.3)),
+        context_token=decoding.get("context_token"),  # an imported zero-shot Whisper's
     )
+    return use_grammar(speech, Grammar.from_yaml(grammar_path) if grammar_path else None)
+
+
+def use_grammar(speech: SpeechModel, grammar: Grammar | None) -> SpeechModel:
+    """The same model (shared network and vocabulary reading) for `grammar`.
+
+    A model that reads a text context (zero-shot Whisper) is given the grammar's phrases
+    there, as Whisper's previous-text prompt: it then expects those words (coffee orders of
+    voices it never heard: 88.4% against 76.7% without, docs/benchmarks.md).
+    """
+    context = []
+    if grammar is not None and speech.context_token is not None:
+        words = speech.tokenizer.encode(" " + ", ".join(grammar_phrases(grammar)))
+        context = [speech.context_token, *words[:MAX_CONTEXT_TOKENS]]
+    return dataclasses.replace(speech, grammar=grammar, context=context)
+
+
+def grammar_phrases(grammar: Grammar, per_slot: int = 12) -> list[str]:
+    """The phrases a context shows: up to `per_slot` of each slot type's, else its words."""
+    phrases = [p for values in grammar.slots.values() for p in values[:per_slot]]
+    return list(dict.fromkeys(phrases)) or grammar.vocabulary
 
 
 def default_decoding(tokenizer: Tokenizer) -> dict:
@@ -194,14 +219,14 @@ def decode_clips(
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
         return model.decode(tokens, memory, padding, cache)  # (B*K, T) tokens, (B, S, D) memory
 
-    prompt = torch.tensor([speech.prompt] * B, device=memory.device)  # (B, T0)
+    prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
     hypotheses, scores = beam_search(
         step,
         model.new_cache(),
         prompt,
         K,
-        model.config.max_tgt_len - len(speech.prompt),
+        model.config.max_tgt_len - len(speech.start),
         speech.eos,
         suppress=speech.suppress,
         n_best=True,
@@ -230,11 +255,11 @@ def read_clip(
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
     """
     eos = speech.eos
-    chosen = strip(best, len(speech.prompt), eos)
+    chosen = strip(best, len(speech.start), eos)
     text = speech.tokenizer.decode(chosen)
     command = speech.grammar.parse(text) if speech.grammar is not None and found else None
-    tokens = [*speech.prompt, *chosen, eos]
-    confidence = token_confidence(speech.model, memory, tokens, len(speech.prompt))
+    tokens = [*speech.start, *chosen, eos]
+    confidence = token_confidence(speech.model, memory, tokens, len(speech.start))
     threshold = speech.reject_below if reject_below is None else reject_below
     if constrain and confidence < threshold:
         command = None  # the closest grammar sentence is too unlikely: a rejection
@@ -276,7 +301,7 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         lambda text: grammar.can_continue(text.lstrip(" ")),
         lambda text: grammar.accepts(text.lstrip(" ")),
         speech.eos,
-        start=len(speech.prompt),
+        start=len(speech.start),
         keep=beam_size,
         closers=speech.closers,
     )
@@ -287,7 +312,7 @@ def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN20
     must not begin with a blank or end at once), then `then` (the grammar) if given."""
     if not speech.suppress_at_start:
         return then
-    start, banned = len(speech.prompt), speech.suppress_at_start
+    start, banned = len(speech.start), speech.suppress_at_start
 
     def restrict(tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
         if tokens.size(1) == start:

@@ -28,3 +28,11 @@ class SpeechModel:
     reject_below: float = 0.3  # constrained results less confident than this are rejected
     token_texts: list[str] | None = None  # each token's text as the grammar reads it
     closers: list[int] | None = None  # tokens that may only end a sentence ('.', '!', '?')
+    context_token: int | None = None  # Whisper's <|startofprev|>: the model reads a text
+    # context before its prompt; use_grammar puts the grammar's phrases there (zero-shot)
+    context: list[int] = field(default_factory=list)  # [context_token, the phrases' tokens]
+
+    @property
+    def start(self) -> list[int]:
+        """The tokens decoding starts from: the context (if any), then the prompt."""
+        return [*self.context, *self.prompt]

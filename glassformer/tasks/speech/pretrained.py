@@ -211,13 +211,12 @@ def whisper_decoding(tokenizer: Tokenizer, vocab_size: int, ct2_config: dict) ->
     }
 
 
-def load_pretrained(source: str | Path, device: str = "cpu", grammar: Any = None):  # noqa: ANN201
+def load_pretrained(source: str | Path, device: str = "cpu"):  # noqa: ANN201
     """A SpeechModel from a Whisper source: a pretrained name, a CTranslate2, Hugging Face or
-    OpenAI .pt path (module docstring)."""
+    OpenAI .pt path (module docstring), with no grammar (inference.use_grammar gives one)."""
     from glassformer.devices import resolve_device
     from glassformer.tasks.speech.model import SpeechModel
     from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
-    from glassformer.voice.grammar import Grammar
 
     torch_device = resolve_device(device)
     model, tokenizer_path, ct2_config = read_whisper(source)
@@ -229,13 +228,14 @@ def load_pretrained(source: str | Path, device: str = "cpu", grammar: Any = None
     return SpeechModel(
         model.to(torch_device),
         tokenizer,
-        Grammar.from_yaml(grammar) if grammar else None,
+        None,
         FeatureConfig.whisper(model.config.n_features),
         decoding["prompt"],
         decoding["eos"],
         decoding["suppress"],
         decoding["suppress_at_start"],
         decoding["reject_below"],
+        context_token=tokenizer.special_tokens.get("<|startofprev|>"),
     )
 
 
@@ -256,6 +256,7 @@ def import_whisper(source: str | Path, out: str | Path) -> Path:
             "suppress": speech.suppress,
             "suppress_at_start": speech.suppress_at_start,
             "reject_below": speech.reject_below,
+            "context_token": speech.context_token,
         },
         "source": str(source),
     }
