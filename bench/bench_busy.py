@@ -15,7 +15,9 @@ Policies are environment settings the command starts with (the user's own enviro
 over glassformer's default the same way):
 
     active   OMP_WAIT_POLICY=ACTIVE: OpenMP threads spin while waiting (torch's default)
-    passive  OMP_WAIT_POLICY=PASSIVE: they sleep (glassformer's default, glassformer/threads.py)
+    passive  OMP_WAIT_POLICY=PASSIVE: they sleep at once (glassformer's default,
+             glassformer/threads.py)
+    spin     PASSIVE with GOMP_SPINCOUNT=200000: GNU OpenMP threads spin briefly, then sleep
     one      OMP_NUM_THREADS=1: a single thread, nothing to wait for
 
 Run it on an otherwise idle machine: it makes its own load. Prints a JSON document.
@@ -38,25 +40,26 @@ POLICIES = {
     "active": {"OMP_WAIT_POLICY": "ACTIVE"},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
     "one": {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"},
+    "spin": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "200000"},
 }
 WARMUP_STEPS = 5  # steps left out of the median: kernel planning, first batches
 
 
 def demo_data() -> Path:
-    """The demo's 2,500 synthesized clips (as `make demo` caches them)."""
+    """2,500 synthesized clips of the desktop grammar (as earlier `make demo`s cached them)."""
     sys.path.insert(0, str(ROOT))
     from glassformer.corpora import default_cache_root
-    from glassformer.demo import GRAMMAR
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import synthesize
 
     data = default_cache_root() / "voice" / "desktop-2500"
-    synthesize(Grammar.from_yaml(GRAMMAR), data, 2500, progress=False)
+    grammar = ROOT / "glassformer" / "voice" / "grammars" / "desktop.yaml"
+    synthesize(Grammar.from_yaml(grammar), data, 2500, progress=False)
     return data
 
 
 def start_training(data: Path, out: Path, steps: int, policy: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
     env.update(POLICIES[policy])
     command = [sys.executable, "-m", "glassformer", "train", "speech", "--data", str(data)]
     command += ["--preset", "small", "--out", str(out), "--steps", str(steps)]
