@@ -213,6 +213,16 @@ def padded_length(config: FeatureConfig, length: int) -> int:
     return window
 
 
+def pad_to_window(waveform: torch.Tensor, config: FeatureConfig) -> torch.Tensor:
+    """Zero-pad the last axis to padded_length() (no change for longer audio or no window).
+
+    Shapes:
+        waveform: (..., L)   returns: (..., max(L, padded_length(L)))
+    """
+    missing = padded_length(config, waveform.size(-1)) - waveform.size(-1)
+    return F.pad(waveform, (0, missing)) if missing > 0 else waveform
+
+
 def compute_features_reference(
     waveform: torch.Tensor, config: FeatureConfig | None = None, warp: float = 1.0
 ) -> torch.Tensor:
@@ -225,9 +235,7 @@ def compute_features_reference(
         and log-mel, L // hop for Whisper's (L after padding)
     """
     c = config or FeatureConfig()
-    window = padded_length(c, waveform.size(-1))
-    if waveform.size(-1) < window:
-        waveform = torch.nn.functional.pad(waveform, (0, window - waveform.size(-1)))
+    waveform = pad_to_window(waveform, c)
     if c.kind == "whisper":
         return whisper_log_mel_reference(waveform, c.n_mels)  # (..., M, L // hop)
     power = power_spectrogram(pre_emphasize(waveform, c.pre_emphasis), c.n_fft, c.hop_length)
@@ -323,9 +331,7 @@ def compute_features(
         and log-mel, L // hop for Whisper's (L after padding)
     """
     c = config or FeatureConfig()
-    window = padded_length(c, waveform.size(-1))
-    if waveform.size(-1) < window:
-        waveform = F.pad(waveform, (0, window - waveform.size(-1)))
+    waveform = pad_to_window(waveform, c)
     if c.kind == "whisper":
         return whisper_log_mel(waveform, c.n_mels)  # (..., M, L // hop)
     flat = pre_emphasize(waveform, c.pre_emphasis).reshape(-1, waveform.size(-1))  # (B, L)
