@@ -48,32 +48,43 @@ def commands() -> tuple[list[Path], list[str]]:
     return files, [p.parent.name for p in files]
 
 
+def noise_conditions(clips: list, snrs: list[float]):  # noqa: ANN201
+    """("clean", clips), then ("{snr}dB", the clips with noise mixed in) for each SNR: cafe,
+    fridge and traffic in turn, the same seeded draws for every model."""
+    from glassformer.audio.augment import add_noise
+    from glassformer.audio.io import load_audio
+
+    noises = [load_audio(p) for p in sorted((SHARED / "noise").glob("*.wav"))]
+    yield "clean", clips
+    for snr in snrs:
+        rng = random.Random(0)
+        yield (
+            f"{snr:g}dB",
+            [add_noise(c, noises[i % len(noises)], snr, rng) for i, c in enumerate(clips)],
+        )
+
+
 def accuracy(
     grammar: Path, files: list[Path], truth: list[str], snrs: list[float], model: str
 ) -> dict:
-    from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.inference import load_speech_model, transcribe
 
     speech = load_speech_model(model, grammar=grammar)
-    noises = [load_audio(p) for p in sorted((SHARED / "noise").glob("*.wav"))]
     clips = [load_audio(p) for p in files]
     result = {"files": len(files)}
-    for snr in [None, *snrs]:
-        rng, right, rejected = random.Random(0), 0, 0
-        for i, (clip, expected) in enumerate(zip(clips, truth, strict=True)):
-            if snr is not None:
-                clip = add_noise(clip, noises[i % len(noises)], snr, rng)
+    for key, heard_clips in noise_conditions(clips, snrs):
+        right, rejected = 0, 0
+        for i, (clip, expected) in enumerate(zip(heard_clips, truth, strict=True)):
             heard = transcribe(speech, clip, beam_size=4, constrain=True)
             good = bool(set(expected.split("|")) & set(heard.slots.values()))
             right += good
-            if not good and snr is None:
+            if not good and key == "clean":
                 print(
                     f"  {files[i].name}: heard {heard.text!r} ({heard.confidence:.2f})",
                     file=sys.stderr,
                 )
             rejected += heard.intent is None
-        key = "clean" if snr is None else f"{snr:g}dB"
         result[key] = {"accuracy": right / len(files), "rejected": rejected / len(files)}
         print(key, result[key], file=sys.stderr)
     return result
@@ -86,7 +97,6 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
     counts when the intent and every slot are exactly right (the benchmark's rule)."""
     import numpy as np
 
-    from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.corpora import default_cache_root
     from glassformer.tasks.speech.inference import is_accepted, load_speech_model, transcribe
@@ -108,24 +118,20 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
         clip[hiss_from:] += 1e-4 * rng.standard_normal(len(clip) - hiss_from).astype(np.float32)
         clips.append(clip)
     speech = load_speech_model(model, grammar=grammar_path)
-    noises = [load_audio(p) for p in sorted((SHARED / "noise").glob("*.wav"))]
     result: dict = {
         "clips": len(rows),
         "seconds": [round(min(map(len, clips)) / 16e3, 1), round(max(map(len, clips)) / 16e3, 1)],
     }
-    for snr in [None, *snrs]:
-        noise_rng, accepted, rejected = random.Random(0), 0, 0
-        for i, (clip, row) in enumerate(zip(clips, rows, strict=True)):
-            if snr is not None:
-                clip = add_noise(clip, noises[i % len(noises)], snr, noise_rng)
+    for key, heard_clips in noise_conditions(clips, snrs):
+        accepted, rejected = 0, 0
+        for clip, row in zip(heard_clips, rows, strict=True):
             heard = transcribe(speech, clip, beam_size=4, constrain=True)
             accepted += is_accepted(heard, row)
             rejected += heard.intent is None
-            if snr is None and not is_accepted(heard, row):
+            if key == "clean" and not is_accepted(heard, row):
                 print(
                     f"  {row['text']!r} -> {heard.text!r} ({heard.confidence:.2f})", file=sys.stderr
                 )
-        key = "clean" if snr is None else f"{snr:g}dB"
         result[key] = {"acceptance": accepted / len(rows), "rejected": rejected / len(rows)}
         print(key, result[key], file=sys.stderr)
     noisy = [result[f"{snr:g}dB"]["acceptance"] for snr in snrs]
