@@ -173,8 +173,7 @@ def clip_cross_attention(speech, waveform: np.ndarray, heard: str) -> AttentionM
     heard_audio = clip_audio(speech, waveform)  # what transcribe() encoded
     features = clip_features(speech, waveform)[None]  # (1, M, N)
     memory, _ = model.encode(features)  # (1, S, D): S = N / 2 or N / 4 with conv front ends
-    space = " " if len(speech.prompt) > 1 else ""  # Whisper (several prompt tokens) writes
-    written = tokenizer.encode(space + heard)  # " one" where a model trained here writes "one"
+    written = tokenizer.encode(speech.word_prefix + heard)
     written = written[: model.config.max_tgt_len - len(speech.start) - 1]
     ids = [*speech.start, *written, speech.eos]
     probs = run_traced(

@@ -33,6 +33,12 @@ class SpeechModel:
     context: list[int] = field(default_factory=list)  # [context_token, the phrases' tokens]
 
     @property
+    def word_prefix(self) -> str:
+        """What comes before a transcript's first word: Whisper (several prompt tokens)
+        writes " book", a model trained here "book"."""
+        return " " if len(self.prompt) > 1 else ""
+
+    @property
     def start(self) -> list[int]:
         """The tokens decoding starts from: the context (if any), then the prompt."""
         return [*self.context, *self.prompt]

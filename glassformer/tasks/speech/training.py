@@ -249,7 +249,6 @@ def pretrained_start(
     pad = next((t for t in speech.suppress if t not in given), None)
     if pad is None:
         raise GlassformerError(f"{init}: no token to pad transcripts with")
-    space = " " if len(speech.prompt) > 1 else ""  # Whisper writes " book"; ours "book"
     decoding = {
         "prompt": speech.prompt,
         "eos": speech.eos,
@@ -261,6 +260,6 @@ def pretrained_start(
         model,
         speech.tokenizer,
         speech.features,
-        Targets(speech.prompt, speech.eos, pad, space),
+        Targets(speech.prompt, speech.eos, pad, speech.word_prefix),
         decoding,
     )
