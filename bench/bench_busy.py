@@ -12,13 +12,16 @@ Conditions, for each thread policy:
     two     two trainings at once (each is measured; the table shows their median)
 
 Policies are environment settings the command starts with (the user's own environment wins
-over glassformer's default the same way):
+over glassformer's default the same way), some with --no-adapt-threads (a fixed thread count):
 
-    active   OMP_WAIT_POLICY=ACTIVE: OpenMP threads spin while waiting (torch's default)
-    passive  OMP_WAIT_POLICY=PASSIVE: they sleep at once (glassformer's default,
-             glassformer/threads.py)
-    spin     PASSIVE with GOMP_SPINCOUNT=200000: GNU OpenMP threads spin briefly, then sleep
+    default  glassformer's own (glassformer/threads.py): GNU OpenMP threads spin 10,000 turns
+             (about 0.1 ms) and then sleep; the trainer's ThreadGovernor uses only the cores
+             the other processes leave idle
+    passive  OMP_WAIT_POLICY=PASSIVE, fixed threads: threads sleep at once (the default of
+             issue 11)
+    active   OMP_WAIT_POLICY=ACTIVE, fixed threads: threads spin (for minutes) while waiting
     one      OMP_NUM_THREADS=1: a single thread, nothing to wait for
+    spin / short / tiny   PASSIVE with GOMP_SPINCOUNT=200000 / 10000 / 2000, fixed threads
 
 Run it on an otherwise idle machine: it makes its own load. Prints a JSON document.
 """
@@ -36,11 +39,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-POLICIES = {
-    "active": {"OMP_WAIT_POLICY": "ACTIVE"},
-    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
-    "one": {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"},
-    "spin": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "200000"},
+POLICIES = {  # environment, extra flags
+    "default": ({}, []),
+    "passive": ({"OMP_WAIT_POLICY": "PASSIVE"}, ["--no-adapt-threads"]),
+    "active": ({"OMP_WAIT_POLICY": "ACTIVE"}, ["--no-adapt-threads"]),
+    "one": ({"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}, []),
+    "spin": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "200000"}, ["--no-adapt-threads"]),
+    "short": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"}, ["--no-adapt-threads"]),
+    "tiny": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "2000"}, ["--no-adapt-threads"]),
 }
 WARMUP_STEPS = 5  # steps left out of the median: kernel planning, first batches
 
@@ -60,10 +66,12 @@ def demo_data() -> Path:
 
 def start_training(data: Path, out: Path, steps: int, policy: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
-    env.update(POLICIES[policy])
+    settings, flags = POLICIES[policy]
+    env.update(settings)
     command = [sys.executable, "-m", "glassformer", "train", "speech", "--data", str(data)]
     command += ["--preset", "small", "--out", str(out), "--steps", str(steps)]
     command += ["--eval-every", str(steps), "--eval-batches", "1", "--checkpoint-every", "100000"]
+    command += flags
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

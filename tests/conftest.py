@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from glassformer.threads import set_thread_policy
 
-set_thread_policy()  # before torch loads: the suite must not crawl beside a busy core
+set_thread_policy(spin=False)  # before torch loads: the suite must not crawl beside a busy core
 
 import random
 

@@ -40,6 +40,7 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
     max_minutes: float = 0.0  # stop (evaluate, checkpoint) after this much training; 0 = no limit
+    adapt_threads: bool = True  # use fewer CPU threads while other processes use the cores
 
     def __post_init__(self) -> None:
         require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")

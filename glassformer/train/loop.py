@@ -28,6 +28,7 @@ from torch import nn
 
 from glassformer.devices import resolve_device
 from glassformer.errors import GlassformerError
+from glassformer.threads import ThreadGovernor
 from glassformer.train import distributed, schedule
 from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
 from glassformer.train.config import TrainConfig
@@ -181,10 +182,14 @@ def train(
         dynamic_ncols=True,
         unit="step",
     )
+    # on a CPU, as many threads as the other processes leave idle cores (glassformer/threads.py)
+    governor = ThreadGovernor() if config.adapt_threads and device.type == "cpu" else None
     start, tokens_seen, loss_value = time.perf_counter(), 0, math.nan
     out_of_time = False
     while step < config.steps and not out_of_time:
         step_start = time.perf_counter()
+        if governor is not None:
+            governor.tick()
         lr = learning_rate(config, step, d_model)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -228,6 +233,7 @@ def train(
                     "train_loss": loss_value,
                     "lr": lr,
                     "tokens_per_s": tokens_per_second,
+                    "threads": torch.get_num_threads(),
                 }
             )
             bar.set_postfix(
@@ -250,6 +256,8 @@ def train(
         if step % config.checkpoint_every == 0 or last_step:
             save(out / "last", with_state=True)
     bar.close()
+    if governor is not None:
+        governor.restore()
     seconds = time.perf_counter() - start
     return TrainResult(
         step, loss_value, val_loss, best_val, tokens_seen / max(seconds, 1e-9), seconds

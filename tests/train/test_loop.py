@@ -151,6 +151,8 @@ def test_run_writes_best_last_metrics_and_curve_and_learns(tmp_path: Path) -> No
     evals = [r for r in rows if "val_loss" in r]
     assert [r["step"] for r in evals] == [5 * k for k in range(1, 13)]
     assert all(r["val_ppl"] == pytest.approx(2.718281828 ** r["val_loss"]) for r in evals)
+    steps = [r for r in rows if "train_loss" in r]
+    assert all(1 <= r["threads"] <= torch.get_num_threads() for r in steps)  # the governor's
     header = json.loads((tmp_path / "last" / "config.json").read_text())
     assert header["train"]["steps"] == 60 and header["task"] == "counting"
 
@@ -175,3 +177,35 @@ def test_train_config_validation() -> None:
         TrainConfig(batch_size=10, grad_accum=3)
     with pytest.raises(ValueError, match="schedule='linear'"):
         TrainConfig(schedule="linear")
+
+
+def test_the_thread_governor_hands_back_the_threads_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from glassformer.train import loop
+    from glassformer.threads import ThreadGovernor
+
+    seen = []
+
+    class Crowded(ThreadGovernor):  # a machine where others always use two cores
+        def __init__(self) -> None:
+            ticks, now = iter(range(10**6)), [0.0]
+
+            def clock() -> float:  # a second passes at every look
+                now[0] = float(next(ticks))
+                return now[0]
+
+            super().__init__(most=2, clock=clock, busy_seconds=lambda: 4.0 * now[0])
+
+        def tick(self) -> int:
+            seen.append(super().tick())
+            return seen[-1]
+
+    monkeypatch.setattr(loop, "ThreadGovernor", Crowded)
+    torch.set_num_threads(2)
+    try:
+        train(make_model(), CountingTask(4), config(steps=3), tmp_path, progress=False)
+        assert 1 in seen  # it did give a thread up during the run
+        assert torch.get_num_threads() == 2  # and handed it back at the end
+    finally:
+        torch.set_num_threads(2)
