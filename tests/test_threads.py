@@ -1,4 +1,4 @@
-"""The thread policy and the ThreadGovernor: threads given up beside busy cores, taken back later."""
+"""The thread policy and the ThreadGovernor: threads given up beside busy cores, taken back."""
 
 from __future__ import annotations
 

@@ -182,8 +182,8 @@ def test_train_config_validation() -> None:
 def test_the_thread_governor_hands_back_the_threads_it_took(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from glassformer.train import loop
     from glassformer.threads import ThreadGovernor
+    from glassformer.train import loop
 
     seen = []
 
