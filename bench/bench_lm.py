@@ -10,7 +10,8 @@
    With --nanogpt DIR (a checkout of nanoGPT; none of its
    code is part of this project) the same recipe runs through its train.py in the same run.
 2. Sampling 500 tokens at batch 1 (temperature 0.8, top-k 200, as nanoGPT's sample.py):
-   ours with the KV cache vs nanoGPT's GPT.generate (which recomputes the whole context).
+   ours with the KV cache, eager and through the compiled static-shape step (its compile time
+   apart), vs nanoGPT's GPT.generate (which recomputes the whole context).
 3. GPT-2 small with random weights (124M): our KV-cached greedy decoding vs transformers'
    generate() on the same weights (converted with our importer), batch 1 and 8, 128 new tokens.
 
@@ -129,17 +130,18 @@ def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
     import torch
 
     from glassformer.decoding.search import sample
+    from glassformer.decoding.static import StaticStep
     from glassformer.tasks.lm.inference import load_lm
 
     model, _ = load_lm(checkpoint)
     prompt = torch.zeros(1, 1, dtype=torch.long)
     new_tokens = 500
 
-    def ours() -> None:  # the library's sliding window past max_len (decoding/search.py)
+    def ours(step=None, cache=None) -> None:  # noqa: ANN001 - the sliding window: search.py
         generator = torch.Generator().manual_seed(0)
         sample(
-            lambda t, c: model(t, cache=c),
-            model.new_cache(),
+            step or (lambda t, c: model(t, cache=c)),
+            cache or model.new_cache(),
             prompt,
             new_tokens,
             temperature=0.8,
@@ -149,6 +151,12 @@ def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
         )
 
     results = {"sample_ours_tokens_per_s": new_tokens / median_seconds(ours, runs)}
+    static = StaticStep(model)  # the compiled static-shape step (glassformer generate --compile)
+    start = time.perf_counter()
+    ours(static, static.new_cache())  # compiles its two graphs
+    results["sample_compile_seconds"] = time.perf_counter() - start
+    seconds = median_seconds(lambda: ours(static, static.new_cache()), runs)
+    results["sample_compiled_tokens_per_s"] = new_tokens / seconds
     if nanogpt is not None:
         sys.path.insert(0, str(nanogpt))
         from model import GPT as NanoGPT  # noqa: N811 - the peer's class

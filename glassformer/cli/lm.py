@@ -75,7 +75,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    text = generate_text(model, tokenizer, args.prompt, config, stream=write)
+    text = generate_text(model, tokenizer, args.prompt, config, write, compile=args.compile)
     if config.beam_size > 1:
         sys.stdout.write(text)
     sys.stdout.write("\n")
@@ -184,6 +184,13 @@ def add_training_commands(
     generate.add_argument("checkpoint", metavar="DIR", help="a run directory or checkpoint")
     generate.add_argument("--prompt", default="\n", help="text to continue")
     generate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    generate.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the decode step (torch.compile at static shapes; greedy and sampling): "
+        "about 1.4x the tokens/s of a small model after 5-15 s of compiling once per process, "
+        "so it pays for long generations (docs/benchmarks.md)",
+    )
     add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
     generate.set_defaults(handler=cmd_generate)
 

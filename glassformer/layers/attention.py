@@ -160,6 +160,8 @@ class MultiHeadAttention(nn.Module):
         without bumping their version counter. Weights made inside inference mode have no
         version counter: for them it is stacked on every call.
         """
+        if torch.compiler.is_compiling() and self.fused is not None:
+            return self.fused  # stacked before compiling (decoding/static.py)
         projections = (self.q_proj, self.k_proj, self.v_proj)
         params = [t for p in projections for t in (p.weight, p.bias) if t is not None]
         key = None

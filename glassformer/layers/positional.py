@@ -74,6 +74,14 @@ class SinusoidalPositions(nn.Module):
             raise ValueError(f"position {offset + T - 1} is beyond max_len={self.table.size(0)}")
         return x + self.table[offset : offset + T].to(x.dtype)  # (T, D) broadcasts over B
 
+    def at(self, positions: torch.Tensor) -> torch.Tensor:
+        """The vectors of `positions` (a tensor, so a compiled step keeps one shape).
+
+        Shapes:
+            positions: (T,) int   returns: (T, D)
+        """
+        return self.table[positions]
+
 
 class LearnedPositions(nn.Module):
     """Adds a trainable vector per position (GPT-2's wpe).
@@ -91,6 +99,14 @@ class LearnedPositions(nn.Module):
         if offset + T > self.weight.size(0):
             raise ValueError(f"position {offset + T - 1} is beyond max_len={self.weight.size(0)}")
         return x + self.weight[offset : offset + T]  # (T, D) broadcasts over B
+
+    def at(self, positions: torch.Tensor) -> torch.Tensor:
+        """The vectors of `positions` (a tensor, so a compiled step keeps one shape).
+
+        Shapes:
+            positions: (T,) int   returns: (T, D)
+        """
+        return self.weight[positions]
 
 
 POSITIONAL_KINDS = ("learned", "sinusoidal", "sinusoidal_concat")

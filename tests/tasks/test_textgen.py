@@ -67,6 +67,8 @@ def test_train_generate_evaluate(corpus: Path, tmp_path: Path) -> None:
         stream=streamed.append,
     )
     assert "".join(streamed) == text and len(text) == 20
+    greedy_config = DecodeConfig(max_new_tokens=20, temperature=0)
+    assert generate_text(model, tokenizer, "To be, or ", greedy_config, compile=True) == text
     scores = evaluate_lm(model, tokenizer, corpus)
     assert scores["loss"] < 1.5 and scores["perplexity"] == pytest.approx(math.exp(scores["loss"]))
     assert scores["bits_per_byte"] == pytest.approx(scores["loss"] / math.log(2), rel=1e-6)

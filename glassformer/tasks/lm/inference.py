@@ -50,11 +50,14 @@ def generate_text(
     prompt: str,
     config: DecodeConfig,
     stream: Callable[[str], object] | None = None,
+    compile: bool = False,
 ) -> str:
     """Complete `prompt`; with `stream`, write each piece of text as soon as it is decoded.
 
     A prompt longer than the model's context keeps only its last max_len - 1 tokens (the
-    model cannot see more); generation itself may run past the context window.
+    model cannot see more); generation itself may run past the context window. `compile`
+    runs greedy decoding and sampling through the compiled static-shape step
+    (decoding/static.py); beam search always runs eagerly.
     """
     from glassformer.decoding.search import generate
 
@@ -64,8 +67,15 @@ def generate_text(
     streaming = stream is not None and config.beam_size == 1
     on_token = TextStream(tokenizer, stream) if streaming else None
     prompt_ids = torch.tensor([ids], device=device)
-    step = lambda tokens, cache: model(tokens, cache=cache)  # noqa: E731
-    out = generate(step, model.new_cache(), prompt_ids, config, on_token=on_token, context=context)
+    if compile and config.beam_size == 1:
+        from glassformer.decoding.static import StaticStep
+
+        step = StaticStep(model)
+        cache = step.new_cache()
+    else:
+        step = lambda tokens, cache: model(tokens, cache=cache)  # noqa: E731
+        cache = model.new_cache()
+    out = generate(step, cache, prompt_ids, config, on_token=on_token, context=context)
     return tokenizer.decode(out[0, len(ids) :].tolist())
 
 
