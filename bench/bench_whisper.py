@@ -5,7 +5,7 @@ grammar, with noise, and its speed beside CTranslate2 running the same weights.
     .venv/bin/python bench/bench_whisper.py words  [--snr ...]
     (either with --model RUN_DIR: a model trained here, or a fine-tuned one, on the same clips)
     .venv/bin/python bench/bench_whisper.py coffee [--clips 100] [--snr 24 18 12 6]
-    .venv/bin/python bench/bench_whisper.py speed  [--clips 20]
+    .venv/bin/python bench/bench_whisper.py speed  [--clips 20] [--recorded] [--ct2-context]
 
 digits: FSDD (6 speakers, 8 kHz) against bench/grammars/digits.yaml; words:
 speech_commands_mini (many speakers) against bench/grammars/words.yaml. Every clip is
@@ -15,7 +15,9 @@ mixed at each SNR; errors of the clean pass go to stderr; --grammar replaces the
 coffee: ../shared/data/grammars/coffee_maker.yaml spoken by held-out synthetic voices inside
 long silent clips (see coffee()).
 speed: one CPU thread, file in to intent out, median over clips, ours and CTranslate2's
-(same weights, float32, greedy, same features) in the same run. Prints JSON.
+(same weights, float32, greedy, same features; --ct2-context: also the grammar's context in its
+prompt, as ours reads it; unconstrained, a list of 20 words as context makes it ramble on) in
+the same run. Prints JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import random
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -140,20 +143,39 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
     return result
 
 
-def speed(count: int) -> dict:
+def speed(count: int, recorded: bool = False, ct2_context: bool = False) -> dict:
     """One thread each: our transcription (features, encoder, greedy, grammar) and CTranslate2's
-    generate on the same features; file in to intent JSON out for ours."""
+    generate on the same features; file in to intent JSON out for ours. recorded: 2-5 s
+    appointment commands in a real recorded voice (voice/recorded.py) instead of 1-s words."""
     import ctranslate2
     import numpy as np
+    import soundfile
 
     from glassformer.audio.features import compute_features
-    from glassformer.audio.io import load_audio
+    from glassformer.audio.io import SAMPLE_RATE, load_audio
     from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
     from glassformer.tasks.speech.pretrained import installed_models
 
     torch.set_num_threads(1)
+    grammar = ROOT / "bench/grammars/words.yaml"
     files = commands()[0][:count]
-    speech = load_speech_model("whisper-tiny.en", grammar=ROOT / "bench/grammars/words.yaml")
+    if recorded:
+        from glassformer.voice.grammar import Grammar
+        from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
+
+        voice = find_voice()
+        if voice is None:
+            sys.exit(f"--recorded needs the recorded voice: {INSTALL_HINT}")
+        grammar = ROOT / "glassformer/voice/grammars/appointments.yaml"
+        folder = Path(tempfile.mkdtemp(prefix="whisper-speed-"))
+        files = []
+        for i, (_, waveform) in enumerate(
+            recorded_commands(Grammar.from_yaml(grammar), voice, count, seed=1)
+        ):
+            files.append(folder / f"{i}.wav")
+            soundfile.write(files[-1], waveform, SAMPLE_RATE)
+    seconds = [len(load_audio(path)) / SAMPLE_RATE for path in files]
+    speech = load_speech_model("whisper-tiny.en", grammar=grammar)
     theirs = ctranslate2.models.Whisper(
         str(installed_models()["whisper-tiny.en"]), compute_type="float32", intra_threads=1
     )
@@ -165,12 +187,13 @@ def speed(count: int) -> dict:
         start = time.perf_counter()
         features = compute_features(torch.from_numpy(load_audio(path)), speech.features)
         storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None].numpy()))
-        theirs.generate(storage, [speech.prompt], beam_size=1)
+        theirs.generate(storage, [speech.start if ct2_context else speech.prompt], beam_size=1)
         their_times.append(time.perf_counter() - start)
     ours, ct2 = statistics.median(ours_times), statistics.median(their_times)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "clips": len(files),
+        "clip_seconds_median": round(statistics.median(seconds), 2),
         "ours_median_ms": round(1000 * ours, 1),
         "ctranslate2_median_ms": round(1000 * ct2, 1),
         "ours_vs_ctranslate2": round(ct2 / ours, 2),
@@ -187,9 +210,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help="coffee: the synthesis seed")
     parser.add_argument("--grammar", type=Path, help="another grammar YAML")
     parser.add_argument("--model", default="whisper-tiny.en", help="a name or a run directory")
+    parser.add_argument(
+        "--recorded", action="store_true", help="speed: 2-5 s real-voice appointment commands"
+    )
+    parser.add_argument(
+        "--ct2-context", action="store_true", help="speed: CTranslate2 reads the context too"
+    )
     args = parser.parse_args()
     if args.what == "speed":
-        result = speed(args.clips)
+        result = speed(args.clips, args.recorded, args.ct2_context)
     elif args.what == "coffee":
         result = coffee(args.clips, args.snr, args.model, args.seed)
     elif args.what == "digits":

@@ -149,3 +149,28 @@ def assert_same_whisper_logits(
         theirs = hf_whisper(input_features=features, decoder_input_ids=tokens).logits
         mine = ours(features, tokens).logits  # (B, T, V)
     torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-5, msg="Whisper logits")
+
+
+def assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) -> int:  # noqa: ANN001
+    """Transcribe `waveforms` together (beam 2, constrained) and check that each confidence,
+    scored from what the search computed (prefix_cache), equals scoring from scratch.
+    Returns how many were checked."""
+    import pytest
+
+    from glassformer.tasks.speech import inference
+
+    original = inference.token_confidence
+    pairs = []
+
+    def checking(model, memory, tokens, start, known=None):  # noqa: ANN001, ANN202
+        assert known is not None and known.seq_len == start - 1
+        pairs.append(
+            (original(model, memory, tokens, start, known), original(model, memory, tokens, start))
+        )
+        return pairs[-1][0]
+
+    monkeypatch.setattr(inference, "token_confidence", checking)
+    inference.transcribe_many(speech, waveforms, beam_size=2, constrain=True)
+    for reused, from_scratch in pairs:
+        assert reused == pytest.approx(from_scratch, rel=1e-5, abs=1e-7)
+    return len(pairs)

