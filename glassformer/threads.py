@@ -1,13 +1,13 @@
 """How torch's CPU threads behave on a machine that may be doing other work too.
 
-Two settings decide it, and they pull in opposite directions (docs/benchmarks.md, "Busy
-machine" and "Thread policy"):
+Two settings decide it, and they pull in opposite directions (docs/benchmarks.md, "A busy
+machine" (issue 11) and "Thread policy" (issue 14)):
 
 - How a thread waits for the next parallel region. Spinning (torch's default) saves the
   microseconds of a wake-up, and a small model runs hundreds of small regions a step: the baby
   GPT trains 1.7x faster with spinning threads than with sleeping ones on a quiet machine. But
   beside a busy core, spinning threads fight the other process for the cores: speech training
-  ran 3-7x slower.
+  ran 3-12x slower.
 - How many threads. On a quiet machine all cores; beside other work, only the idle ones: one
   thread that never waits beats two that take turns with someone else.
 

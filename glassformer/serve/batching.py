@@ -11,7 +11,9 @@ grouped by grammar: a batch reads one grammar.
 Every model call (transcription, generation, translation, attention) runs on ModelThread, one
 worker thread: torch uses its own threads inside an operation, the event loop stays free to
 accept requests, and the attention hooks of one request never see another's forward pass.
-Not here: batching the decoder's beams across clips (each clip is decoded on its own).
+Before each call a ThreadGovernor (threads.py) gives torch's threads up while other processes
+use the cores, as the trainer does. The clips of a batch are decoded together too: one beam
+search over all their beams (tasks/speech/inference.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from glassformer.errors import GlassformerError
+from glassformer.threads import ThreadGovernor
 
 Result = TypeVar("Result")
 
@@ -36,10 +39,19 @@ class ModelThread:
 
     def __init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
+        self.governor: ThreadGovernor | None = None  # made on the worker, where torch runs
 
     async def run(self, function: Callable[..., Result], *args: Any) -> Result:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(function, *args))
+        call = functools.partial(self.call, function, *args)
+        return await loop.run_in_executor(self.executor, call)
+
+    def call(self, function: Callable[..., Result], *args: Any) -> Result:
+        """On the worker: fit torch's threads to the idle cores, then run `function`."""
+        if self.governor is None:
+            self.governor = ThreadGovernor()
+        self.governor.tick()
+        return function(*args)
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

@@ -4,6 +4,7 @@ would get alone."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import httpx
@@ -45,3 +46,31 @@ def test_concurrent_requests_are_batched_and_equal_to_one_by_one(
         alone = transcribe(speech, heard, beam_size=2, constrain=True)
         assert (answer["text"], answer["intent"]) == (alone.text, alone.intent)
         assert answer["confidence"] == round(alone.confidence, 4)
+
+
+def test_the_model_thread_fits_torch_threads_to_the_idle_cores_before_each_call(
+    monkeypatch,  # noqa: ANN001 - pytest's fixture
+) -> None:
+    import torch
+
+    from glassformer.serve import batching
+
+    ticks: list[str] = []
+
+    class Recording(batching.ThreadGovernor):
+        def tick(self) -> int:
+            ticks.append(threading.current_thread().name)
+            return super().tick()
+
+    monkeypatch.setattr(batching, "ThreadGovernor", Recording)
+    thread = batching.ModelThread()
+
+    async def two_calls() -> list[int]:
+        return [await thread.run(torch.get_num_threads) for _ in range(2)]
+
+    try:
+        counts = asyncio.run(two_calls())
+    finally:
+        thread.close()
+    assert len(ticks) == 2 and all(name.startswith("glassformer-model") for name in ticks)
+    assert all(1 <= count <= thread.governor.most for count in counts)
