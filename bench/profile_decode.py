@@ -1,14 +1,16 @@
 """Where one token-by-token decode step spends its time (issue 14): a per-step profile.
 
-    .venv/bin/python bench/profile_decode.py [--steps 40] [--model baby|gpt2|whisper] [--slow]
+    .venv/bin/python bench/profile_decode.py [--steps 40] [--model baby|gpt2|whisper|scratch]
+        [--slow]
 
 For each model one decode step (one new token per row, the KV cache already holding a prompt)
 is run `--steps` times under torch.profiler. Printed per model: the step's wall time split
 into time inside torch operators (self CPU time of aten ops) and the rest (Python, module
 calls, dispatch), the operator and allocation counts per step, and the operators by share.
 The models: the baby GPT (nanoGPT's CPU recipe, random weights), GPT-2 small (random weights
-from its config) and Whisper tiny.en's decoder (beam 4 over one clip's 30-s memory, the
-installed weights).
+from its config), Whisper tiny.en's decoder (beam 4 over one clip's 30-s memory, the
+installed weights), and with --model scratch the from-scratch speech model `make demo`
+trains (runs/demo/best, beam 4 over 3 s of memory).
 `--slow` profiles the written-out path (the reference) instead of the fast decode path.
 
 Shares, not throughput: on a busy machine the split holds better than the absolute times.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter
+from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -27,6 +30,8 @@ from glassformer.layers.attention import MultiHeadAttention
 from glassformer.layers.kv_cache import KVCache
 from glassformer.models.configs import GPTConfig
 from glassformer.models.gpt import GPT
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def baby_step(fast: bool, steps: int):  # noqa: ANN201
@@ -54,6 +59,23 @@ def whisper_step(fast: bool, steps: int):  # noqa: ANN201
     model = load_speech_model("whisper-tiny.en").model  # installed by setup
     K, prompt = 4, 3
     memory = torch.randn(1, 1500, model.config.d_model)  # one clip's 30-s window
+    cache = model.new_cache() if fast else written_out(model)
+    with torch.inference_mode():
+        model.decode(torch.zeros(K, prompt, dtype=torch.long), memory, None, cache)
+    token = torch.zeros(K, 1, dtype=torch.long)
+    return lambda: model.decode(token, memory, None, cache)
+
+
+def scratch_step(fast: bool, steps: int):  # noqa: ANN201
+    """The from-scratch speech model `make demo` trains (runs/demo/best), beam 4, 3-s memory."""
+    from glassformer.tasks.speech.inference import load_speech_model
+
+    run = ROOT / "runs" / "demo" / "best"
+    if not run.is_dir():
+        raise SystemExit(f"--model scratch needs {run}: run `make demo` first")
+    model = load_speech_model(run).model
+    K, prompt = 4, 1
+    memory = torch.randn(1, 300, model.config.d_model)  # 3 s of 10-ms frames
     cache = model.new_cache() if fast else written_out(model)
     with torch.inference_mode():
         model.decode(torch.zeros(K, prompt, dtype=torch.long), memory, None, cache)
@@ -101,16 +123,23 @@ def profile_step(name: str, make_step, steps: int, fast: bool) -> None:  # noqa:
         print(f"  {op:40s} {100 * us / total:5.1f}% of op time")
 
 
-MODELS = {"baby": baby_step, "gpt2": gpt2_step, "whisper": whisper_step}
+MODELS = {
+    "baby": baby_step,
+    "gpt2": gpt2_step,
+    "whisper": whisper_step,
+    "scratch": scratch_step,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40, help="decode steps profiled")
-    parser.add_argument("--model", choices=sorted(MODELS), action="append", help="default: all")
+    parser.add_argument(
+        "--model", choices=sorted(MODELS), action="append", help="default: all but scratch"
+    )
     parser.add_argument("--slow", action="store_true", help="profile the written-out path")
     args = parser.parse_args()
-    for name in args.model or list(MODELS):
+    for name in args.model or ["baby", "gpt2", "whisper"]:
         profile_step(name, MODELS[name], args.steps, fast=not args.slow)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from glassformer.tokenizer.bpe import BPETokenizer
@@ -87,6 +87,7 @@ def test_encode_equals_reference_with_specials(
 ) -> None:
     tokenizer = multilingual_tokenizer
     assert tokenizer.encode_ordinary(text) == reference_encode(tokenizer, text)
+    assume(not any(special in text for special in tokenizer.special_tokens))  # "<pad>" is one
     with_specials = f"<eos>{text}<pad>{text[:5]}<bos>"
     expected = [tokenizer.special_tokens["<eos>"], *reference_encode(tokenizer, text)]
     expected += [tokenizer.special_tokens["<pad>"], *reference_encode(tokenizer, text[:5])]
