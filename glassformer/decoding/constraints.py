@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
+FIRST_RANKED = 256  # candidates ranked at once per beam; more only if the grammar asks
+
 
 class TextConstraint:
     """A `restrict` callable for decoding.search.beam_search.
@@ -83,13 +85,36 @@ class TextConstraint:
     def __call__(self, tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
         """Shapes: tokens (N, T) so far, log_probs (N, V) -> (N, V) with the rest at -inf."""
         restricted = torch.full_like(log_probs, float("-inf"))
-        order = log_probs.argsort(dim=-1, descending=True)  # (N, V)
+        top_values, top_ids = log_probs.topk(min(FIRST_RANKED, log_probs.size(-1)), dim=-1)
         for n, row in enumerate(tokens.tolist()):
             if self.eos_id in row[self.start :]:  # finished: the search handles it
                 restricted[n] = log_probs[n]
                 continue
-            scores = log_probs[n].tolist()
-            ranked = (t for t in order[n].tolist() if scores[t] > float("-inf"))
+            ranked = best_first(log_probs[n], top_values[n].tolist(), top_ids[n].tolist())
             allowed = self.allowed(self.text(row), ranked)
             restricted[n, allowed] = log_probs[n, allowed]
         return restricted
+
+
+def best_first(scores: torch.Tensor, top_values: list[float], top_ids: list[int]):  # noqa: ANN201
+    """Token ids from the most likely down, never an impossible one (-inf): the top ones
+    first, and the whole vocabulary sorted only if the grammar asks for more of them.
+
+    Sorting all of Whisper's 51,864 scores and turning them into Python lists took 3-4 ms a
+    beam and step; the allowed tokens are nearly always among the first few hundred.
+
+    Shapes:
+        scores: (V,)   top_values, top_ids: the FIRST_RANKED best, best first
+    """
+    for value, token in zip(top_values, top_ids, strict=True):
+        if value == float("-inf"):
+            return  # sorted: the rest are impossible too
+        yield token
+    if len(top_ids) == scores.numel():
+        return
+    seen, values = set(top_ids), scores.tolist()
+    for token in scores.argsort(descending=True).tolist():
+        if values[token] == float("-inf"):
+            return
+        if token not in seen:
+            yield token

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from glassformer.decoding.constraints import TextConstraint
+from glassformer.decoding import constraints
+from glassformer.decoding.constraints import TextConstraint, best_first
 from glassformer.decoding.search import beam_search
 from glassformer.layers.kv_cache import KVCache
 from glassformer.voice.grammar import Grammar
@@ -85,3 +86,21 @@ def test_patience_stops_the_search_once_something_is_allowed() -> None:
     constraint = TextConstraint(TEXTS, GRAMMAR.can_continue, GRAMMAR.accepts, EOS, 1, 3, 2)
     assert constraint.allowed("a", [3, 0, 1, 2]) == [3]  # gave up after 2 tries with one found
     assert constraint.allowed("a", [0, 1, 2, 4, 3]) == [3]  # nothing found yet: keeps looking
+
+
+def test_best_first_ranks_like_sorting_the_whole_vocabulary() -> None:
+    torch.manual_seed(0)
+    scores = torch.randn(50)
+    scores[torch.randperm(50)[:12]] = float("-inf")  # impossible tokens (suppressed)
+    expected = [t for t in scores.argsort(descending=True).tolist() if scores[t] > float("-inf")]
+    for k in (1, 5, 38, 50):  # the top k ranked at once, the rest only when asked for
+        values, ids = scores.topk(k)
+        assert list(best_first(scores, values.tolist(), ids.tolist())) == expected, k
+
+
+def test_ranking_few_tokens_at_first_finds_the_same_sentences(monkeypatch) -> None:  # noqa: ANN001
+    expected = [decode(p, constrained=True) for p in ([0, 3, 4], [0, 3, 2, 3, 4], [0, 3, 1])]
+    monkeypatch.setattr(constraints, "FIRST_RANKED", 1)  # every beam asks past the top one
+    assert [
+        decode(p, constrained=True) for p in ([0, 3, 4], [0, 3, 2, 3, 4], [0, 3, 1])
+    ] == expected
