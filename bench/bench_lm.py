@@ -6,7 +6,8 @@
    block 64, batch 12, 4 layers, 4 heads, d_model 128, dropout 0, AdamW lr 1e-3, beta2 0.99,
    warmup 100, cosine to 1e-4 over 2000 iterations, clip 1.0), trained by `glassformer train lm`
    in a child process, eager and with --compile: validation loss at 2000 (20 batches, as
-   nanoGPT's --eval_iters=20), median training tokens/s (steps 11-2000), wall time, peak RSS.
+   nanoGPT's --eval_iters=20), median training tokens/s (steps 11-2000), wall time, peak RSS;
+   with nanoGPT, both final models also scored on the whole validation split (full_validation).
    With --nanogpt DIR (a checkout of nanoGPT; none of its
    code is part of this project) the same recipe runs through its train.py in the same run.
 2. Sampling 500 tokens at batch 1 (temperature 0.8, top-k 200, as nanoGPT's sample.py):
@@ -126,6 +127,53 @@ def train_nanogpt(nanogpt: Path, work: Path) -> dict:
     }
 
 
+def full_validation(work: Path, nanogpt: Path) -> dict:
+    """Both trained models' mean loss over the whole validation split: the last 10% of the
+    text in consecutive 64-token blocks, each token after a block's first predicted once, the
+    same tokens for both (nanoGPT's val.bin, checked equal to our tokenizer's). The losses the
+    trainers print are means over 20 random batches each: samples of different blocks."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from glassformer.tasks.lm.inference import load_lm
+
+    data = work / "nanogpt" / "data" / "shakespeare_char"
+    ids = np.fromfile(data / "val.bin", dtype=np.uint16).astype(np.int64)
+    ours, tokenizer = load_lm(work / "ours" / "last")
+    text = CORPUS.read_text(encoding="utf-8")
+    assert tokenizer.encode(text[int(len(text) * 0.9) :]) == ids.tolist(), "not the same tokens"
+    usable = (len(ids) - 1) // 64 * 64
+    x = torch.from_numpy(ids[:usable]).view(-1, 64)  # (N, 64) inputs
+    y = torch.from_numpy(ids[1 : usable + 1]).view(-1, 64)  # (N, 64) next tokens
+
+    def mean_loss(logits_of) -> float:  # noqa: ANN001 - (B, 64) -> (B, 64, V)
+        total = 0.0
+        with torch.no_grad():
+            for i in range(0, len(x), 256):
+                logits = logits_of(x[i : i + 256])
+                target = y[i : i + 256].flatten()
+                total += F.cross_entropy(logits.flatten(0, 1), target, reduction="sum").item()
+        return total / y.numel()
+
+    sys.path.insert(0, str(nanogpt))
+    from model import GPT as NanoGPT  # noqa: N811 - the peer's class
+    from model import GPTConfig as NanoConfig
+
+    checkpoint = torch.load(
+        work / "nanogpt" / "out-shakespeare-char" / "ckpt.pt", map_location="cpu", weights_only=True
+    )  # its step-2000 weights (it saves whenever the validation loss improved)
+    peer = NanoGPT(NanoConfig(**checkpoint["model_args"]))
+    peer.load_state_dict({k.removeprefix("_orig_mod."): v for k, v in checkpoint["model"].items()})
+    peer.eval()
+    return {
+        "full_val_tokens": int(y.numel()),
+        "full_val_loss_ours": mean_loss(ours),
+        "full_val_loss_nanogpt": mean_loss(lambda b: peer(b, b)[0]),  # targets: every position
+        "nanogpt_checkpoint_step": int(checkpoint["iter_num"]),
+    }
+
+
 def sampling_speeds(checkpoint: str, nanogpt: Path | None, runs: int) -> dict:
     import torch
 
@@ -230,6 +278,7 @@ def main() -> None:
         results["ours_compiled"] = train_ours(work, compile=True)
         if args.nanogpt:
             results["nanogpt"] = train_nanogpt(args.nanogpt, work)
+            results.update(full_validation(work, args.nanogpt))
     results.update(sampling_speeds(results["ours"]["checkpoint"], args.nanogpt, args.runs))
     results.update(gpt2_generation(min(args.runs, 3)))
     print(json.dumps(results, indent=1))

@@ -188,7 +188,7 @@ def add_training_commands(
         "--compile",
         action="store_true",
         help="compile the decode step (torch.compile at static shapes; greedy and sampling): "
-        "about 1.4x the tokens/s of a small model after 5-15 s of compiling once per process, "
+        "about 1.6x the tokens/s of a small model after 3-15 s of compiling once per process, "
         "so it pays for long generations (docs/benchmarks.md)",
     )
     add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
