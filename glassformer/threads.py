@@ -55,18 +55,35 @@ def threads_for(idle_cores: float, most: int) -> int:
 
 
 def read_busy_cpu_seconds() -> float | None:
-    """CPU seconds all processes have used since boot (Linux /proc/stat), or None elsewhere."""
+    """CPU seconds the cores this process may run on have been busy since boot (Linux
+    /proc/stat), or None elsewhere."""
     try:
         with open("/proc/stat") as stat:
-            fields = stat.readline().split()
+            text = stat.read()
     except OSError:
         return None
-    if not fields or fields[0] != "cpu":
-        return None
-    # user nice system idle iowait irq softirq steal ...: everything but idle and iowait
-    ticks = [int(value) for value in fields[1:9]]
-    busy = sum(ticks) - ticks[3] - ticks[4]
-    return busy / os.sysconf("SC_CLK_TCK")
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return busy_cpu_seconds(text, cpus)
+
+
+def busy_cpu_seconds(stat: str, cpus: set[int] | None) -> float | None:
+    """Busy CPU seconds of the cores in `cpus` (all cores: None) from /proc/stat's text.
+
+    Only our own cores count: in a container pinned to 2 cores of a 64-core host, the other
+    62 cores' load is not ours to give way to (the first "cpu" line sums them all).
+    """
+    busy_ticks, found = 0, False
+    for line in stat.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or name == "cpu":
+            continue
+        if cpus is not None and int(name[3:]) not in cpus:
+            continue
+        # user nice system idle iowait irq softirq steal ...: everything but idle and iowait
+        ticks = [int(value) for value in rest.split()[:8]]
+        busy_ticks += sum(ticks) - ticks[3] - ticks[4]
+        found = True
+    return busy_ticks / os.sysconf("SC_CLK_TCK") if found else None
 
 
 def read_own_cpu_seconds() -> float:

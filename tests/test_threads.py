@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from glassformer import threads
-from glassformer.threads import ThreadGovernor, set_thread_policy, threads_for
+from glassformer.threads import ThreadGovernor, busy_cpu_seconds, set_thread_policy, threads_for
 
 
 @pytest.fixture(autouse=True)
@@ -127,3 +128,17 @@ def test_the_policy_spins_briefly_unless_the_user_chose(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY")
     set_thread_policy(spin=False)
     assert "GOMP_SPINCOUNT" not in threads.os.environ
+
+
+def test_only_the_cores_we_may_run_on_count() -> None:
+    stat = (
+        "cpu  700 0 300 900 100 0 0 0 0 0\n"
+        "cpu0 100 0 0 400 0 0 0 0 0 0\n"
+        "cpu1 200 0 100 300 50 0 0 0 0 0\n"
+        "cpu2 400 0 200 200 50 0 0 0 0 0\n"
+        "intr 123 4 5\n"
+    )
+    tick = os.sysconf("SC_CLK_TCK")
+    assert busy_cpu_seconds(stat, None) == pytest.approx(1000 / tick)  # all three cores
+    assert busy_cpu_seconds(stat, {0, 1}) == pytest.approx(400 / tick)  # the host's cpu2: not ours
+    assert busy_cpu_seconds("intr 1 2\n", None) is None  # no per-core lines: nothing to go by
