@@ -10,18 +10,22 @@ Here every single-token step has the same shapes:
 
 so torch.compile traces the step once and runs it as one graph of fused kernels: for a small
 model, where a step is ~100 operator calls of microseconds each, that removes most of the
-per-call overhead (docs/benchmarks.md, issue 14: the baby GPT's decode step 0.62 -> 0.44 ms).
+per-call overhead (docs/benchmarks.md, issue 14: the baby GPT's decode step 0.62 -> 0.33 ms).
 For GPT-2 small it does not pay: a step reads 500 MB of weights either way.
 
 StaticStep(model) is a `step` for the shared decoding loop (search.py): greedy, sampling and
 the sliding context window work unchanged, with StaticKVCache in place of KVCache. Prompts
-(several new positions at once) run the same code eagerly; single-token steps run compiled.
+(several new positions at once) run the same code eagerly; single-token steps and the
+window's refill (always max_len // 2 tokens) run compiled, one graph each.
 Tested equal to the ordinary decode path (tests/decoding/test_static.py). Compiling costs
 seconds once per process and batch size (a few with inductor's on-disk cache warm), so the
 CLI compiles only when asked (`glassformer generate --compile`).
 """
 
 from __future__ import annotations
+
+import types
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -30,8 +34,9 @@ from glassformer.models.gpt import GPT
 
 # cpp_wrapper: the compiled graph calls its kernels from C++, not a Python wrapper. The guard
 # filter skips re-checking every module's attributes before each call (65 -> 22 us of a
-# 0.38 ms step): safe because a StaticStep is made for one fixed model in eval mode; tensors
-# (shapes, dtypes) and global state (grad mode) are still checked.
+# 0.38 ms step): safe because a StaticStep is made for one fixed model in eval mode and
+# compiles its own copy of the step (own_copy), so no other model's graph is ever reused for
+# it; tensors (shapes, dtypes) and global state (grad mode) are still checked.
 COMPILE_OPTIONS = {
     "cpp_wrapper": True,
     "guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe,
@@ -124,7 +129,7 @@ class StaticStep:
                 with torch.no_grad():
                     module.qkv_weight()
         self.compiled = (
-            torch.compile(self.forward, dynamic=False, options=COMPILE_OPTIONS)
+            torch.compile(own_copy(self.forward), dynamic=False, options=COMPILE_OPTIONS)
             if compile
             else self.forward
         )
@@ -169,3 +174,13 @@ class StaticStep:
         visible = cache.key_positions <= positions[:, None]  # (T, capacity)
         x = model.decoder(x, self_mask=visible[None, None], cache=cache)  # (B, T, D)
         return model.head(x)  # (B, T, V)
+
+
+def own_copy(method: Callable) -> Callable:
+    """`method` bound to a fresh copy of its code. torch.compile keeps its graphs per code
+    object, so with module guards skipped, two StaticSteps sharing StaticStep.forward's code
+    could run one model's graph for another of the same shapes; a copy per instance cannot."""
+    function = method.__func__
+    code = function.__code__.replace()  # equal, but a new object
+    copy = types.FunctionType(code, function.__globals__, function.__name__)
+    return types.MethodType(copy, method.__self__)

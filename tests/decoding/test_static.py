@@ -72,3 +72,14 @@ def test_static_step_refuses_training_mode_and_an_overfull_cache() -> None:
     cache = static.new_cache()
     with torch.inference_mode(), pytest.raises(ValueError, match="holds 16 positions"):
         static(torch.zeros(1, 17, dtype=torch.long), cache)
+
+
+def test_two_models_of_the_same_shapes_each_run_their_own_graph() -> None:
+    """Module guards are skipped for speed: a graph compiled for one model must never serve
+    another whose tensors have the same shapes (here: biases or none, other weights)."""
+    prompt = torch.randint(0, 48, (1, 3))
+    models = [gpt(seed=3, bias=True), gpt(seed=4, bias=False), gpt(seed=5, bias=True)]
+    steps = [StaticStep(model) for model in models]
+    for model, static in zip(models, steps, strict=True):
+        expected = greedy(ordinary(model), model.new_cache(), prompt, 20, context=16)
+        assert torch.equal(greedy(static, static.new_cache(), prompt, 20, context=16), expected)
