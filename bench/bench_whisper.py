@@ -15,10 +15,9 @@ mixed at each SNR; errors of the clean pass go to stderr; --grammar replaces the
 coffee: ../shared/data/grammars/coffee_maker.yaml spoken by held-out synthetic voices inside
 long silent clips (see coffee()).
 speed: one CPU thread, file in to intent out, median over clips, ours (--model: Whisper or a
-from-scratch run) and, for Whisper, CTranslate2's
-(same weights, float32, greedy, same features; --ct2-context: also the grammar's context in its
-prompt, as ours reads it; unconstrained, a list of 20 words as context makes it ramble on) in
-the same run. Prints JSON.
+from-scratch run) and, for Whisper, CTranslate2's in the same run (same weights, float32,
+greedy, same features; --ct2-context: also the grammar's context in its prompt, as ours reads
+it; unconstrained, a list of 20 words as context makes it ramble on). Prints JSON.
 """
 
 from __future__ import annotations
@@ -152,7 +151,6 @@ def speed(
     appointment commands in a real recorded voice (voice/recorded.py) instead of 1-s words."""
     import ctranslate2
     import numpy as np
-    import soundfile
 
     from glassformer.audio.features import compute_features
     from glassformer.audio.io import SAMPLE_RATE, load_audio
@@ -163,20 +161,13 @@ def speed(
     grammar = ROOT / "bench/grammars/words.yaml"
     files = commands()[0][:count]
     if recorded:
-        from glassformer.voice.grammar import Grammar
-        from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
+        from bench_serve import recorded_clips  # the real-voice commands the load test sends
 
-        voice = find_voice()
-        if voice is None:
-            sys.exit(f"--recorded needs the recorded voice: {INSTALL_HINT}")
-        grammar = ROOT / "glassformer/voice/grammars/appointments.yaml"
+        wavs, grammar = recorded_clips(count)
         folder = Path(tempfile.mkdtemp(prefix="whisper-speed-"))
-        files = []
-        for i, (_, waveform) in enumerate(
-            recorded_commands(Grammar.from_yaml(grammar), voice, count, seed=1)
-        ):
-            files.append(folder / f"{i}.wav")
-            soundfile.write(files[-1], waveform, SAMPLE_RATE)
+        files = [folder / f"{i}.wav" for i in range(len(wavs))]
+        for path, wav in zip(files, wavs, strict=True):
+            path.write_bytes(wav)
     seconds = [len(load_audio(path)) / SAMPLE_RATE for path in files]
     speech = load_speech_model(model, grammar=grammar)
     theirs = None  # CTranslate2 runs only Whisper's weights

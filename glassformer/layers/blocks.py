@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -62,6 +63,23 @@ class BlockConfig:
     use_sdpa: bool = True  # attention through torch's fused kernel (see attention.py)
     key_bias: bool = True  # the attention key projections have a bias (False for Whisper)
     bias: bool = True  # every linear layer and LayerNorm has a bias (False: nanoGPT's bias=False)
+
+    @classmethod
+    def of(cls, config: Any, **biases: bool) -> BlockConfig:
+        """The block settings of a model's config (GPTConfig, Seq2SeqConfig: fields of the
+        same names); `biases` sets key_bias or bias, which only one model kind has."""
+        c = config
+        return cls(
+            c.d_model,
+            c.n_heads,
+            c.d_ff,
+            c.dropout,
+            c.activation,
+            c.norm_first,
+            layer_norm_eps=c.layer_norm_eps,
+            use_sdpa=c.use_sdpa,
+            **biases,
+        )
 
     def attention(self) -> MultiHeadAttention:
         """One attention sub-layer with these settings."""

@@ -42,17 +42,8 @@ class GPT(nn.Module):
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.scale_embedding)
         self.positions = make_positions(c.positional, c.max_len, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
-        block = BlockConfig(
-            c.d_model,
-            c.n_heads,
-            c.d_ff,
-            c.dropout,
-            c.activation,
-            c.norm_first,
-            layer_norm_eps=c.layer_norm_eps,
-            use_sdpa=c.use_sdpa,
-            bias=c.bias,  # False: no bias in any Linear or LayerNorm (nanoGPT bias=False)
-        )
+        # bias=False: no bias in any Linear or LayerNorm (nanoGPT bias=False)
+        block = BlockConfig.of(c, bias=c.bias)
         blocks = [DecoderBlock(block, cross_attention=False) for _ in range(c.n_layers)]
         final_norm = block.norm() if c.norm_first else None
         self.decoder = Decoder(blocks, final_norm)

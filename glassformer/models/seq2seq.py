@@ -49,17 +49,7 @@ class Seq2SeqTransformer(nn.Module):
         )
         self.tgt_positions = make_positions(c.positional, c.max_tgt_len, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
-        block = BlockConfig(
-            c.d_model,
-            c.n_heads,
-            c.d_ff,
-            c.dropout,
-            c.activation,
-            c.norm_first,
-            layer_norm_eps=c.layer_norm_eps,
-            use_sdpa=c.use_sdpa,
-            key_bias=c.key_bias,
-        )
+        block = BlockConfig.of(c, key_bias=c.key_bias)
         self.encoder = Encoder(
             [EncoderBlock(block) for _ in range(c.n_encoder_layers)], self.make_final_norm()
         )
