@@ -6,9 +6,16 @@
     write_directory_atomically(d, w)  w(tmp) fills a fresh sibling directory, renamed to d
     check_output_file(path)           before long work: will writing `path` succeed?
 
-A crash leaves the previous version (or nothing), never half a file. Files get the mode an
-ordinary `open()` would give (0666 less the user's umask): `tempfile.mkstemp` creates them
-0600, which would make every checkpoint, tokenizer and clip private to its writer.
+A crash leaves the previous version (or nothing), never half a file. Only regular files (and,
+for write_directory_atomically, directories) are ever replaced: a target that exists as
+something else (/dev/null, a FIFO, a socket) is refused with a GlassformerError, since a
+rename would put a plain file where the device was. A symbolic link is followed, so the file
+it points to is replaced and the link stays. The check and the rename are two steps; a path
+swapped for a device between them by someone with write access to its folder is not caught.
+
+Files get the mode an ordinary `open()` would give (0666 less the user's umask):
+`tempfile.mkstemp` creates them 0600, which would make every checkpoint, tokenizer and clip
+private to its writer.
 
 Torch-free, so tokenizer and audio code can use it without importing torch.
 """
@@ -18,9 +25,47 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+
+def refuse_unless(path: Path, is_kind: Callable[[int], bool], kind: str) -> None:
+    """Raise GlassformerError if `path` exists (through links) as something other than `kind`.
+
+    Example: refuse_unless(Path("/dev/null"), stat.S_ISREG, "regular file") raises
+    "/dev/null: is a character device, not a regular file; refusing to replace it".
+    """
+    from glassformer.errors import GlassformerError
+
+    try:
+        mode = os.stat(path).st_mode  # follows links: a link to /dev/null is /dev/null
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there (or a dangling link): a new file is made
+    except OSError as error:
+        raise GlassformerError(f"{path}: cannot be written ({error.strerror})") from None
+    if not is_kind(mode):
+        raise GlassformerError(f"{path}: is {kind_of(mode)}, not a {kind}; refusing to replace it")
+
+
+def kind_of(mode: int) -> str:
+    """What a st_mode says the file is, for a message ("a character device", ...)."""
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    ]
+    return next((name for is_kind, name in kinds if is_kind(mode)), "not a regular file")
+
+
+def real_target(path: str | Path) -> Path:
+    """`path` with symbolic links resolved, so a rename replaces the file, not the link."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def current_umask() -> int:
@@ -41,8 +86,13 @@ def atomic_file(path: str | Path, suffix: str = "") -> Iterator[Path]:
 
     Example: `with atomic_file("x.wav", ".wav") as tmp: soundfile.write(tmp, ...)`.
     `suffix` keeps an extension that a writer may read the format from.
+
+    Raises:
+        GlassformerError: `path` exists and is not a regular file (checked on entry and again
+            just before the rename).
     """
-    path = Path(path)
+    path = real_target(path)
+    refuse_unless(path, stat.S_ISREG, "regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(handle)
@@ -50,6 +100,7 @@ def atomic_file(path: str | Path, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp
         os.chmod(tmp, default_file_mode())
+        refuse_unless(path, stat.S_ISREG, "regular file")  # it may have appeared meanwhile
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -68,8 +119,12 @@ def write_directory_atomically(directory: str | Path, write: Callable[[Path], No
     Replacing an existing directory takes two renames (old out of the way, new into place);
     a crash between them leaves the complete old version at `.NAME.old-PID`, which the
     checkpoint loader points to.
+
+    Raises:
+        GlassformerError: `directory` exists and is not a directory.
     """
-    directory = Path(directory)
+    directory = real_target(directory)
+    refuse_unless(directory, stat.S_ISDIR, "directory")
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:
@@ -82,6 +137,7 @@ def write_directory_atomically(directory: str | Path, write: Callable[[Path], No
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    refuse_unless(directory, stat.S_ISDIR, "directory")
     if directory.exists():
         old = directory.parent / f".{directory.name}.old-{os.getpid()}"
         os.replace(directory, old)
@@ -92,14 +148,18 @@ def write_directory_atomically(directory: str | Path, write: Callable[[Path], No
 
 
 def check_output_file(path: str | Path) -> None:
-    """Raise GlassformerError unless `path` can be written as a file: not a folder, and its
-    nearest existing ancestor a writable folder (atomic_file creates the folders missing).
-    Commands call it before long work whose result goes to `path`, not after."""
+    """Raise GlassformerError unless atomic_file can write `path`: a new path or a regular
+    file (through links), its nearest existing ancestor a writable folder (atomic_file
+    creates the folders missing). Commands call it before long work whose result goes to
+    `path`, not after.
+
+    os.access says yes to everything for root, so the kind of file is checked from its
+    mode: a root user's `--out /dev/null` is refused like anyone else's.
+    """
     from glassformer.errors import GlassformerError
 
-    path = Path(path)
-    if path.is_dir():
-        raise GlassformerError(f"{path}: is a directory, not a file to write")
+    path = real_target(path)
+    refuse_unless(path, stat.S_ISREG, "regular file")
     if path.exists() and not os.access(path, os.W_OK):
         raise GlassformerError(f"{path}: not writable")
     folder = path.parent

@@ -1,13 +1,21 @@
-"""Atomic writes: whole or nothing, with the user's umask (not mkstemp's 0600)."""
+"""Atomic writes: whole or nothing, with the user's umask (not mkstemp's 0600), and never
+over a device, FIFO or socket."""
 
 from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
-from glassformer.files import atomic_file, write_directory_atomically, write_text_atomically
+from glassformer.errors import GlassformerError
+from glassformer.files import (
+    atomic_file,
+    check_output_file,
+    write_directory_atomically,
+    write_text_atomically,
+)
 
 
 @pytest.fixture
@@ -45,3 +53,60 @@ def test_replacing_a_directory_keeps_no_old_copy(tmp_path):
         write_directory_atomically(tmp_path / "d", lambda d, t=text: (d / "f").write_text(t))
     assert (tmp_path / "d" / "f").read_text() == "two"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+# --- targets that are not regular files are refused, never replaced ------------------------
+
+DEVICES = [Path("/dev/null"), Path("/dev/full")]
+
+
+def is_char_device(path: Path) -> bool:
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_a_device_is_refused_by_every_writer_and_stays_a_device(device):
+    if not device.exists():
+        pytest.skip(f"{device} is missing on this machine")
+    with pytest.raises(GlassformerError, match=f"^{device}: is a character device"):
+        write_text_atomically(device, "x")
+    with pytest.raises(GlassformerError, match="character device"), atomic_file(device):
+        pass
+    with pytest.raises(GlassformerError, match="character device"):
+        check_output_file(device)
+    with pytest.raises(GlassformerError, match="not a directory"):
+        write_directory_atomically(device, lambda d: None)
+    assert is_char_device(device)
+    assert not list(device.parent.glob(f".{device.name}.*"))  # no temporary left beside it
+
+
+def test_a_fifo_and_a_link_to_a_device_are_refused(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to("/dev/null")
+    for target in (fifo, link):
+        with pytest.raises(GlassformerError, match="refusing to replace it"):
+            write_text_atomically(target, "x")
+        with pytest.raises(GlassformerError, match="refusing to replace it"):
+            check_output_file(target)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert link.is_symlink() and is_char_device(Path("/dev/null"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "pipe"]
+
+
+def test_a_file_where_a_directory_goes_is_refused(tmp_path):
+    (tmp_path / "d").write_text("keep")
+    with pytest.raises(GlassformerError, match="d: is a regular file, not a directory"):
+        write_directory_atomically(tmp_path / "d", lambda d: (d / "f").write_text("x"))
+    assert (tmp_path / "d").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_a_link_to_a_regular_file_is_followed_and_kept(tmp_path):
+    (tmp_path / "real.txt").write_text("old")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    write_text_atomically(tmp_path / "link.txt", "new")
+    assert (tmp_path / "link.txt").is_symlink()
+    assert (tmp_path / "real.txt").read_text() == "new"
+    check_output_file(tmp_path / "link.txt")  # a regular file behind a link may be written

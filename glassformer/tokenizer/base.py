@@ -96,8 +96,17 @@ class Tokenizer(ABC):
         """Write the versioned JSON file (and, for BPE, a human-readable .vocab view beside it).
 
         Each file is written atomically: a crash leaves the old file or the new, never half.
-        """
-        from glassformer.files import write_text_atomically
+        Every target is checked before any is written, so a refused one (a device, a
+        folder) leaves no partial set behind.
 
-        for target, text in self.files(Path(path)).items():
+        Raises:
+            GlassformerError: a target that exists and is not a regular file, or cannot be
+                written.
+        """
+        from glassformer.files import check_output_file, write_text_atomically
+
+        files = self.files(Path(path))
+        for target in files:
+            check_output_file(target)
+        for target, text in files.items():
             write_text_atomically(target, text)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from glassformer.errors import GlassformerError
-from glassformer.files import write_text_atomically
+from glassformer.files import check_output_file, write_text_atomically
 from glassformer.textfiles import read_utf8
 from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
@@ -215,10 +215,17 @@ def to_tiktoken(tokenizer: BPETokenizer, name: str = "glassformer") -> Any:
 
 
 def export_tokenizer(tokenizer: Tokenizer, to: str, out: str | Path) -> list[Path]:
-    """Write `tokenizer` for a peer: to="hf" (tokenizer.json) or "tiktoken" (ranks + JSON)."""
+    """Write `tokenizer` for a peer: to="hf" (tokenizer.json) or "tiktoken" (ranks + JSON).
+
+    Raises:
+        GlassformerError: not a BPE tokenizer, an unknown `to`, or an output that exists and
+            is not a regular file (checked for every file before any is written).
+    """
     if not isinstance(tokenizer, BPETokenizer):
         raise GlassformerError("only BPE tokenizers can be exported")
     out = Path(out)
+    for target in (out, out.with_name(out.name + ".json")) if to == "tiktoken" else (out,):
+        check_output_file(target)
     if to == "hf":
         write_text_atomically(out, json.dumps(to_hf_json(tokenizer), ensure_ascii=False) + "\n")
         return [out]
