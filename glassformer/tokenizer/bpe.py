@@ -2,7 +2,9 @@
 
 The base vocabulary is the 256 byte values, so any text encodes: misspellings, new words,
 emoji, Chinese. Merge i (a pair of existing ids) creates id 256 + i; special tokens come
-after the last merge.
+after the last merge. No token is longer than MAX_TOKEN_BYTES: a merge list is a compact
+description (each merge can double a token), so a small file could otherwise describe a
+vocabulary larger than any memory; the trainer never learns a merge past the bound.
 
 Encoding a chunk replays the training: repeatedly merge the adjacent pair with the lowest
 rank (the earliest-learned merge), every non-overlapping occurrence left to right, until no
@@ -32,6 +34,7 @@ from glassformer.tokenizer.pretokenize import (
 )
 
 N_BYTES = 256  # ids 0-255 are the raw bytes
+MAX_TOKEN_BYTES = 1024  # bytes; the longest token a merge may make (GPT-2's longest is 128)
 CACHE_LIMIT = 1 << 18  # chunks kept in the encode cache before it is cleared
 NO_MERGE = 1 << 62  # the rank of a pair that is not a learned merge: above every real rank
 
@@ -61,7 +64,8 @@ class BPETokenizer(Tokenizer):
             merges, in order.
 
     Raises:
-        ValueError: an invalid pattern or special token, or a merge of an undefined id.
+        ValueError: an invalid pattern or special token, a merge of an undefined id, or one
+            that makes a token longer than MAX_TOKEN_BYTES.
     """
 
     def __init__(
@@ -79,6 +83,12 @@ class BPETokenizer(Tokenizer):
         for rank, (a, b) in enumerate(self.merges):
             if not (0 <= a < N_BYTES + rank and 0 <= b < N_BYTES + rank):
                 raise ValueError(f"merge {rank} ({a}, {b}) uses an id not yet defined")
+            size = len(self.vocab[a]) + len(self.vocab[b])  # checked before the bytes are made
+            if size > MAX_TOKEN_BYTES:  # merges that double a token 40 times would take 1 TB
+                raise ValueError(
+                    f"merge {rank} ({a}, {b}) makes a token of {size} bytes, more than "
+                    f"MAX_TOKEN_BYTES={MAX_TOKEN_BYTES}"
+                )
             self.vocab.append(self.vocab[a] + self.vocab[b])
         first_special = N_BYTES + len(self.merges)
         self.special_tokens = {

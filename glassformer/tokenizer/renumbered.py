@@ -19,6 +19,8 @@ from glassformer.errors import ConfigError
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 
+MAX_ID = (1 << 24) - 1  # the largest peer id accepted; real vocabularies stay under 300,000
+
 
 class RenumberedTokenizer(Tokenizer):
     """Encode with `bpe`, then renumber: ids[our id] is the peer's id for the same token.
@@ -30,7 +32,9 @@ class RenumberedTokenizer(Tokenizer):
             vocabulary entry that no merge makes).
 
     Raises:
-        ValueError: `ids` of the wrong length or with repeats, an extra id that is also in `ids`.
+        ValueError: `ids` of the wrong length or with repeats, an extra id that is also in
+            `ids`, or an id above MAX_ID (vocab_size is the largest id + 1, and a model built
+            for a vocabulary of 10**15 ids would not fit any memory).
 
     Example: ids = [188, 189, ...] maps our byte 0 to GPT-2's id 188 ("Ā").
     """
@@ -50,6 +54,9 @@ class RenumberedTokenizer(Tokenizer):
         both = sorted(set(extra_tokens) & set(self.ids))
         if both or not all(is_id(i) for i in extra_tokens):
             raise ConfigError(f"extra token ids must be new non-negative ids, not {both[:3]}")
+        largest = max([*self.ids, *extra_tokens])
+        if largest > MAX_ID:
+            raise ConfigError(f"token id {largest} is above the largest allowed, {MAX_ID}")
         self.extra_tokens = extra_tokens
         self.special_tokens = {text: self.ids[i] for text, i in bpe.special_tokens.items()}
         self.pieces = {peer: bpe.token_bytes(ours) for ours, peer in enumerate(self.ids)}

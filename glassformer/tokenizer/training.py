@@ -5,7 +5,9 @@ up front, so memory is bounded by the number of distinct chunks, not the corpus 
 
 Tie-breaking (both trainers, documented and tested): the pair with the highest count wins;
 among equal counts, the smallest pair (first id, then second id) wins. So training is
-deterministic and independent of the order the text arrives in.
+deterministic and independent of the order the text arrives in. A pair whose token would be
+longer than bpe.MAX_TOKEN_BYTES is never merged (a run of 5,000 dashes stops at 1,024-byte
+tokens), so every trained tokenizer can be loaded again.
 
   train_merges_reference  recounts every pair after every merge. Slow, obviously right:
                           kept for teaching and as the oracle for the fast trainer.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from glassformer.errors import ConfigError
 from glassformer.textfiles import read_text_blocks, require_files
-from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer, merge_pair
+from glassformer.tokenizer.bpe import MAX_TOKEN_BYTES, N_BYTES, BPETokenizer, merge_pair
 from glassformer.tokenizer.pretokenize import check_special_tokens, check_unicode, chunker
 
 Pair = tuple[int, int]
@@ -57,15 +59,18 @@ def train_merges_reference(chunk_counts: Mapping[bytes, int], n_merges: int) -> 
     """Recount all pairs, merge the most frequent, repeat (the readable trainer)."""
     words = [list(chunk) for chunk in chunk_counts]
     counts = list(chunk_counts.values())
+    lengths = [1] * N_BYTES  # bytes of each token so far
     merges: list[Pair] = []
     for _ in range(n_merges):
         pairs = pair_counts_of(words, counts)
-        if not pairs:
-            break  # every chunk is a single token: nothing left to merge
-        best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # most frequent, then smallest
+        allowed = [pair for pair in pairs if lengths[pair[0]] + lengths[pair[1]] <= MAX_TOKEN_BYTES]
+        if not allowed:
+            break  # every chunk is a single token (or too long a one): nothing left to merge
+        best = min(allowed, key=lambda pair: (-pairs[pair], pair))  # most frequent, then smallest
         new_id = N_BYTES + len(merges)
         words = [merge_pair(word, *best, new_id) for word in words]
         merges.append(best)
+        lengths.append(lengths[best[0]] + lengths[best[1]])
     return merges
 
 
@@ -91,6 +96,7 @@ def train_merges(
     heap = [(-n, pair) for pair, n in pair_count.items()]
     heapq.heapify(heap)
 
+    lengths = [1] * N_BYTES  # bytes of each token so far
     merges: list[Pair] = []
     bar = tqdm(total=n_merges, desc="BPE merges", unit="merge", disable=not progress)
     while heap and len(merges) < n_merges:
@@ -100,8 +106,11 @@ def train_merges(
             if current > 0:
                 heapq.heappush(heap, (-current, pair))
             continue
+        if lengths[pair[0]] + lengths[pair[1]] > MAX_TOKEN_BYTES:
+            continue  # never merged; never pushed again either (only pairs with new ids are)
         new_id = N_BYTES + len(merges)
         merges.append(pair)
+        lengths.append(lengths[pair[0]] + lengths[pair[1]])
         bar.update()
         grown: set[Pair] = set()  # pairs containing new_id, whose counts only went up
         for index in where.pop(pair):
