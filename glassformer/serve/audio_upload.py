@@ -1,24 +1,23 @@
 """Audio sent to the server -> a 16 kHz mono float waveform, in memory (no temporary files).
 
 A request carries a WAV, FLAC or OGG file either as its raw body (Content-Type audio/...
-or application/octet-stream) or as the `file` field of a multipart form. soundfile reads it
-from memory with the same checks as audio/io.load_audio (no samples, too long, NaN), then
-audio/io.resample brings it to 16 kHz. Not here: formats libsndfile cannot read (MP3 on old
-builds, WebM from a browser's MediaRecorder: the page sends WAV or raw PCM instead).
+or application/octet-stream) or as the `file` field of a multipart form. audio/io.load_audio
+reads the bytes with every check the command line makes (sample rate, channels, length from
+the header before decoding, truncated WAVs, sample values); this module only maps its errors
+to HTTP statuses. Not here: formats libsndfile cannot read (MP3 on old builds, WebM from a
+browser's MediaRecorder: the page sends WAV or raw PCM instead).
 """
 
 from __future__ import annotations
 
-import io
-import re
 from typing import Any
 
 import numpy as np
 
-from glassformer.audio.io import SAMPLE_RATE, resample
+from glassformer.audio.io import AudioTooLongError, load_audio
+from glassformer.errors import GlassformerError
 from glassformer.serve.http import ApiError, read_body, require_content_type
 
-OPENING = re.compile(r"^Error opening .*?: ")
 AUDIO_TYPES = ("audio/*", "application/octet-stream", "multipart/form-data")
 FORM_FIELD = "file"  # the multipart field that holds the audio file
 
@@ -27,53 +26,19 @@ def decode_audio(data: bytes, max_seconds: float) -> np.ndarray:
     """The bytes of an audio file as a mono float32 waveform at 16 kHz.
 
     Raises:
-        ApiError: 422 for an empty, unreadable, silent-length or non-finite file; 413 for one
-            longer than max_seconds (checked from the header, before the samples are read).
+        ApiError: 413 for audio longer than max_seconds (checked from the header, before the
+            samples are decoded); 422 for anything else load_audio refuses (empty,
+            unreadable, truncated, out-of-range rate, channels, length or samples).
 
     Shapes:
         returns: (L,)
     """
-    import soundfile
-
-    if not data:
-        raise ApiError(422, "the audio is empty (0 bytes)")
-    check_wav_length(data)
     try:
-        info = soundfile.info(io.BytesIO(data))
-        if info.frames <= 0:
-            raise ApiError(422, "the audio has no samples")
-        seconds = info.frames / info.samplerate
-        if seconds > max_seconds:
-            raise ApiError(
-                413, f"the audio lasts {seconds:.1f} s; a command may last {max_seconds:g} s"
-            )
-        samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
-    except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        reason = OPENING.sub("", reason)  # "Error opening <_io.BytesIO ...>: " says nothing
-        raise ApiError(422, f"not a readable WAV, FLAC or OGG file ({reason})") from None
-    if samples.shape[0] == 0:
-        raise ApiError(422, "the audio has no samples (a truncated file?)")
-    waveform = samples.mean(axis=1)  # (L, channels) -> (L,): mono
-    if not np.isfinite(waveform).all():
-        raise ApiError(422, "the audio contains NaN or infinite samples")
-    return resample(waveform, rate, SAMPLE_RATE)
-
-
-def check_wav_length(data: bytes) -> None:
-    """A WAV whose RIFF header promises more bytes than arrived is truncated: ApiError 422.
-
-    libsndfile would read the part that arrived and say nothing; a cut-off command would then
-    be answered as if it were whole. A size of 0 or 0xFFFFFFFF (a recorder that could not go
-    back to write it) promises nothing.
-    """
-    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        return
-    declared = int.from_bytes(data[4:8], "little") + 8  # the RIFF size counts from byte 8
-    if declared not in (8, 0xFFFFFFFF + 8) and declared > len(data):
-        raise ApiError(
-            422, f"a truncated WAV file: its header says {declared} bytes, {len(data)} arrived"
-        )
+        return load_audio(data, max_seconds=max_seconds)
+    except AudioTooLongError as error:
+        raise ApiError(413, f"the audio is {error}") from None
+    except GlassformerError as error:
+        raise ApiError(422, f"the audio: {error}") from None
 
 
 async def audio_bytes(request: Any) -> bytes:

@@ -1,14 +1,25 @@
-"""Reading audio: any rate to 16 kHz, stereo to mono, and one clear error per bad file."""
+"""Reading audio: any rate to 16 kHz, stereo to mono, and one clear error per bad file; the
+limits (rate, channels, length, sample values) hold for paths and bytes alike, from the header
+before anything is decoded."""
 
 from __future__ import annotations
 
+import io
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 
-from glassformer.audio.io import load_audio, save_audio
+from glassformer.audio.io import (
+    MAX_CHANNELS,
+    MAX_SAMPLE_MAGNITUDE,
+    MIN_SECONDS,
+    AudioTooLongError,
+    load_audio,
+    save_audio,
+)
 from glassformer.errors import GlassformerError
 
 
@@ -45,3 +56,65 @@ def test_bad_files_give_one_line_errors(tmp_path: Path, make, message: str) -> N
     with pytest.raises(GlassformerError, match=message) as error:
         load_audio(path, max_seconds=2)
     assert "\n" not in str(error.value) and "bad.wav" in str(error.value)
+
+
+def audio_bytes(waveform: np.ndarray, rate: int = 16_000, fmt: str = "WAV", subtype=None) -> bytes:  # noqa: ANN001
+    buffer = io.BytesIO()
+    soundfile.write(buffer, waveform, rate, format=fmt, subtype=subtype)
+    return buffer.getvalue()
+
+
+TONE = (0.3 * np.sin(np.arange(16_000) / 3.0)).astype(np.float32)  # one second at 16 kHz
+
+
+def hostile_files() -> list:
+    """(bytes, expected message) for files within a few KB that the header or samples refuse."""
+    huge = TONE[:8000].copy()
+    huge[100] = 3e29
+    return [
+        pytest.param(audio_bytes(TONE[:8000], 100_000_007), "100000007 Hz, outside", id="100 MHz"),
+        pytest.param(audio_bytes(TONE[:8000], 4_000), "4000 Hz, outside 8000-192000", id="4 kHz"),
+        pytest.param(
+            audio_bytes(np.zeros((8000, 64), np.float32), 96_000, "OGG"), "64 channels", id="ogg64"
+        ),
+        pytest.param(
+            audio_bytes(np.zeros((100, MAX_CHANNELS + 1), np.float32)), "9 channels", id="9 ch"
+        ),
+        pytest.param(audio_bytes(huge, subtype="FLOAT"), "a sample of 3e+29", id="3e29"),
+        pytest.param(
+            audio_bytes(TONE[:8000] * 50, subtype="FLOAT"), "far outside full scale", id="x50"
+        ),
+        pytest.param(audio_bytes(TONE[:1]), "shorter than the 0.1 s", id="one sample"),
+        pytest.param(audio_bytes(TONE)[:2000], "truncated WAV", id="truncated"),
+        pytest.param(b"", "empty audio", id="0 bytes"),
+    ]
+
+
+@pytest.mark.parametrize(("data", "message"), hostile_files())
+def test_hostile_files_are_refused_from_a_path_and_from_bytes(
+    tmp_path: Path, data: bytes, message: str
+) -> None:
+    assert len(data) < 40_000
+    path = tmp_path / "hostile.wav"
+    path.write_bytes(data)
+    with pytest.raises(GlassformerError, match=re.escape(message)) as from_path:
+        load_audio(path)
+    assert str(from_path.value).startswith(f"{path}: ") and "\n" not in str(from_path.value)
+    with pytest.raises(GlassformerError, match=re.escape(message)) as from_bytes:
+        load_audio(data)
+    assert str(from_path.value) == f"{path}: {from_bytes.value}"
+
+
+def test_too_long_is_told_apart_from_the_header_before_decoding(tmp_path: Path) -> None:
+    data = audio_bytes(np.zeros(16_000 * 3, np.float32))
+    with pytest.raises(AudioTooLongError, match="3.0 s long, more than the 2 s"):
+        load_audio(data, max_seconds=2)
+
+
+def test_the_limits_themselves_are_accepted() -> None:
+    shortest = TONE[: int(MIN_SECONDS * 16_000)]
+    assert len(load_audio(audio_bytes(shortest))) == len(shortest)
+    loud = np.clip(TONE * 100, -MAX_SAMPLE_MAGNITUDE, MAX_SAMPLE_MAGNITUDE)
+    assert np.abs(load_audio(audio_bytes(loud, subtype="FLOAT"))).max() == MAX_SAMPLE_MAGNITUDE
+    channels = np.stack([TONE] * MAX_CHANNELS, axis=1)  # (L, 8): mixed down to the tone
+    np.testing.assert_allclose(load_audio(audio_bytes(channels)), TONE, atol=1e-4)

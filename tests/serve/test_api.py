@@ -266,3 +266,30 @@ def test_the_page_and_unknown_paths(client: TestClient) -> None:
     assert client.get("/static/app.js").status_code == 200
     assert_error(client.get("/v1/nothing"), 404, "Not Found")
     assert_error(client.get("/v1/transcribe"), 405, "Method Not Allowed")
+
+
+def hostile_uploads() -> list:
+    """Small files whose header or samples would take the machine: one reader refuses them."""
+    import io
+
+    import soundfile
+
+    huge = io.BytesIO()  # finite float32 samples of about 3e29
+    soundfile.write(huge, tone(0.5) * 1e30, 16_000, format="WAV", subtype="FLOAT")
+    return [
+        pytest.param(wav_bytes(tone(0.5), 100_000_007), 422, "100000007 Hz", id="100 MHz"),
+        pytest.param(
+            wav_bytes(np.zeros((8000, 64), np.float32), 96_000, "OGG"), 422, "64 channels", id="ogg"
+        ),
+        pytest.param(huge.getvalue(), 422, "a sample of 3e+29", id="3e29"),
+        pytest.param(wav_bytes(tone(0.0001)), 422, "shorter than", id="one sample"),
+        pytest.param(wav_bytes(np.zeros(16_000 * 31, np.float32)), 413, "31.0 s long", id="31 s"),
+    ]
+
+
+@pytest.mark.parametrize(("body", "status", "words"), hostile_uploads())
+def test_hostile_audio_is_refused_before_decoding(
+    client: TestClient, body: bytes, status: int, words: str
+) -> None:
+    assert_error(client.post("/v1/transcribe", content=body, headers=WAV), status, words)
+    assert client.get("/healthz").status_code == 200
