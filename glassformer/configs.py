@@ -25,6 +25,25 @@ def require_positive(config: object, *names: str) -> None:
             raise ConfigError(f"{name}={value!r} must be a positive integer")
 
 
+MAX_SEED = 2**32 - 1  # the largest seed every generator here takes: torch's take 64 bits,
+# numpy's legacy RandomState only 32, so 32 bits is the one range valid everywhere
+
+
+def require_seed(config: object, name: str = "seed") -> None:
+    """Raise ConfigError (a ValueError) unless field `name` is an integer in [0, MAX_SEED]."""
+    value = getattr(config, name)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SEED:
+        raise ConfigError(f"{name}={value!r} must be an integer from 0 to {MAX_SEED} (2**32 - 1)")
+
+
+def require_at_most(config: object, name: str, limit: int, why: str) -> None:
+    """Raise ConfigError (a ValueError) if field `name` is over `limit`; `why` says why the limit
+    is where it is, e.g. "4x the widest published model"."""
+    value = getattr(config, name)
+    if value > limit:
+        raise ConfigError(f"{name}={value} is over the limit of {limit:,} ({why})")
+
+
 def require_choice(config: object, name: str, choices: Iterable[str]) -> None:
     """Raise ConfigError (a ValueError) unless field `name` is one of `choices`."""
     value = getattr(config, name)
@@ -66,10 +85,33 @@ def config_from_dict(cls: type[ConfigT], data: Mapping[str, Any]) -> ConfigT:
     )
     if missing:
         raise ConfigError(f"missing {cls.__name__} field(s): {', '.join(missing)}")
+    check_field_types(cls, data)
     try:
         return cls(**data)
     except TypeError as error:  # e.g. a list where a number belongs: a bad config file
         raise ConfigError(f"{cls.__name__}: {error}") from None
+
+
+TYPE_NAMES = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false"}
+
+
+def check_field_types(cls: type, data: Mapping[str, Any]) -> None:
+    """Raise ConfigError naming the first value whose type its field's annotation refuses.
+
+    A TOML file or config.json can hold a list where a number belongs; a message naming the
+    field beats whatever error the first arithmetic on it would raise. An int is a valid
+    float (TOML and JSON write 1.0 as 1 when asked); a bool is never a number.
+
+    Example: (TrainConfig, {"lr": [1, 2]}) -> "lr=[1, 2] must be a number (TrainConfig)"
+    """
+    for f in dataclasses.fields(cls):
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if f.name not in data or kind not in TYPE_NAMES:
+            continue
+        value = data[f.name]
+        allowed = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}[kind]
+        if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
+            raise ConfigError(f"{f.name}={value!r} must be {TYPE_NAMES[kind]} ({cls.__name__})")
 
 
 def config_to_dict(config: object) -> dict[str, Any]:
@@ -175,6 +217,8 @@ def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, 
         raise GlassformerError(f"{path}: no such config file") from None
     except tomllib.TOMLDecodeError as error:
         raise GlassformerError(f"{path}: not valid TOML ({error})") from None
+    except UnicodeDecodeError as error:  # a binary file: TOML is UTF-8 text
+        raise GlassformerError(f"{path}: not a TOML file (not UTF-8: {error.reason})") from None
     unknown = sorted(set(document) - set(sections))
     if unknown:
         raise GlassformerError(f"{path}: unknown table(s) {unknown}; expected {sections}")
@@ -284,3 +328,12 @@ def resolve_run(
     config_from_dict(model_cls, {**model_fields, **derived})  # a bad model setting fails now
     train_config = config_from_dict(train_cls, fields["train"])
     return model_fields, train_config, config_from_dict(data_cls, fields["data"])
+
+
+def require_positive_number(config: object, *names: str) -> None:
+    """Raise ConfigError naming the first field that is not a finite number > 0."""
+    for name in names:
+        value = getattr(config, name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0 < value < float("inf"):
+            raise ConfigError(f"{name}={value!r} must be a positive number")

@@ -143,11 +143,31 @@ def leaf_parser(
         parser = actions[0].choices[chosen]
 
 
+OUT_OF_MEMORY_MARKS = ("out of memory", "can't allocate memory")  # torch's CUDA and CPU words
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """A failed allocation: numpy's MemoryError, torch's OutOfMemoryError (CUDA) or the
+    RuntimeError its CPU allocator raises (which has no class of its own)."""
+    if isinstance(error, MemoryError):
+        return True
+    return any(mark in str(error).lower() for mark in OUT_OF_MEMORY_MARKS)
+
+
+def out_of_memory_message(error: BaseException) -> str:
+    """One line: what could not be allocated (numpy and torch say how much), and what to do."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    detail = detail.split("] ")[-1]  # torch's CPU message starts with "[enforce fail at ...]"
+    said = f" ({detail})" if detail else ""
+    return f"out of memory{said}: choose smaller sizes (batch, model, sequence length)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status.
 
-    A GlassformerError (bad input) or an OSError (a file that cannot be read or written)
-    prints one line and returns 2; anything else is a bug and shows its traceback.
+    A GlassformerError (bad input), an OSError (a file that cannot be read or written) or a
+    failed allocation (sizes beyond this machine's memory) prints one line and returns 2;
+    anything else is a bug and shows its traceback.
     """
     from glassformer.threads import set_thread_policy
 
@@ -166,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"glassformer: error: {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except (MemoryError, RuntimeError) as error:
+        if os.environ.get("GLASSFORMER_DEBUG") or not is_out_of_memory(error):
+            raise
+        print(f"glassformer: error: {out_of_memory_message(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("glassformer: interrupted", file=sys.stderr)

@@ -8,10 +8,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from glassformer.configs import require_positive
+from glassformer.configs import require_positive, require_seed
 from glassformer.errors import ConfigError
 
 MAX_BEAM_SIZE = 64  # more beams cost memory and time with nothing to gain
+# Below this, sampling is greedy in all but name (a logit gap of 0.01 already makes the odds
+# e^-10), and dividing float32 logits by ever smaller numbers overflows them to inf (NaN
+# probabilities): ask for temperature 0 instead.
+MIN_TEMPERATURE = 1e-3
+# A nucleus this small keeps only the most likely token for any vocabulary up to a million
+# ids (the top probability of V is at least 1/V), so smaller values mean nothing more, and
+# far smaller ones (1e-300) round to 0 in float32 and would drop every token.
+MIN_TOP_P = 1e-6
 
 
 @dataclass(frozen=True)
@@ -22,19 +30,30 @@ class DecodeConfig:
     top_p: float = 1.0  # sample only within the smallest set with this much probability
     beam_size: int = 1  # > 1: beam search (deterministic; temperature, top-k, top-p unused)
     length_penalty: float = 0.6  # GNMT alpha for beam search; 0 = compare raw log-probabilities
-    seed: int = 1337  # random seed for sampling
+    seed: int = 1337  # random seed for sampling, 0 to 2**32 - 1
 
     def __post_init__(self) -> None:
         require_positive(self, "max_new_tokens", "beam_size")
         check_beam_size(self.beam_size)
         check_length_penalty(self.length_penalty)
+        require_seed(self)
         for name in ("temperature", "top_p"):
-            if not math.isfinite(getattr(self, name)):
-                raise ConfigError(f"{name}={getattr(self, name)!r} must be a finite number")
-        if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{name}={value!r} must be a number")
+            if not math.isfinite(value):
+                raise ConfigError(f"{name}={value!r} must be a finite number")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ConfigError(f"top_k={self.top_k!r} must be an integer >= 0 (0: no limit)")
+        if self.temperature != 0 and not self.temperature >= MIN_TEMPERATURE:
             raise ConfigError(
-                f"need temperature >= 0, top_k >= 0, 0 < top_p <= 1; got temperature="
-                f"{self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
+                f"temperature={self.temperature!r} must be 0 (greedy) or at least "
+                f"{MIN_TEMPERATURE} (smaller ones are greedy in effect and overflow)"
+            )
+        if not MIN_TOP_P <= self.top_p <= 1:
+            raise ConfigError(
+                f"top_p={self.top_p!r} must be between {MIN_TOP_P} and 1 (smaller nuclei "
+                "all keep only the most likely token)"
             )
 
 

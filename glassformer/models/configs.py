@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glassformer.configs import (
+    require_at_most,
     require_choice,
     require_divisible,
     require_fraction,
@@ -23,6 +24,31 @@ from glassformer.errors import ConfigError
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")  # the keys of layers.feedforward.ACTIVATIONS
 POSITIONAL_KINDS = ("learned", "sinusoidal", "sinusoidal_concat")  # layers.positional
+
+# Upper bounds on the sizes that decide how much memory building a model takes. Each is a few
+# times the largest published model's, so any real configuration passes; a size over one is a
+# typo (`--d-model 1000000` asks for terabytes) and fails here, before anything is allocated.
+MAX_VOCAB_SIZE = 1 << 20  # token ids; 4x Gemma's 256k, the largest published vocabulary
+MAX_LEN = 1 << 20  # positions; 8x Llama 3.1's 128k context
+MAX_D_MODEL = 65_536  # residual width; 4x Llama 3.1 405B's 16384
+MAX_D_FF = 262_144  # feed-forward width; about 5x Llama 3.1 405B's 53248
+MAX_LAYERS = 1024  # blocks per stack; 8x Llama 3.1 405B's 126
+# the reason each bound is where it is, for its error message
+SIZE_LIMITS = {
+    "vocab_size": (MAX_VOCAB_SIZE, "4x the largest published vocabulary"),
+    "max_len": (MAX_LEN, "8x the longest published context"),
+    "d_model": (MAX_D_MODEL, "4x the widest published model"),
+    "d_ff": (MAX_D_FF, "about 5x the widest published feed-forward layer"),
+    "n_layers": (MAX_LAYERS, "8x the deepest published model"),
+}
+
+
+def require_sizes_within_limits(config: object, **fields: str) -> None:
+    """Check each field against SIZE_LIMITS; `fields` maps a field to its kind there, e.g.
+    max_src_len="max_len" (call after require_positive, so every value is an int)."""
+    for name, kind in fields.items():
+        limit, why = SIZE_LIMITS[kind]
+        require_at_most(config, name, limit, why)
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,14 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         require_positive(self, "vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
+        require_sizes_within_limits(
+            self,
+            vocab_size="vocab_size",
+            max_len="max_len",
+            d_model="d_model",
+            d_ff="d_ff",
+            n_layers="n_layers",
+        )
         require_divisible(self, "d_model", "n_heads")
         require_fraction(self, "dropout")
         require_choice(self, "activation", ACTIVATIONS)
@@ -116,6 +150,18 @@ class Seq2SeqConfig:
         require_choice(self, "source", ["features", "tokens"])
         require_choice(self, "frontend", ["conv", "linear", "whisper"])
         require_positive(self, "src_vocab_size" if self.source == "tokens" else "n_features")
+        require_sizes_within_limits(
+            self,
+            tgt_vocab_size="vocab_size",
+            src_vocab_size="vocab_size",
+            n_features="d_model",  # a feature frame is projected to d_model: a width too
+            max_src_len="max_len",
+            max_tgt_len="max_len",
+            d_model="d_model",
+            d_ff="d_ff",
+            n_encoder_layers="n_layers",
+            n_decoder_layers="n_layers",
+        )
         if self.norm_first and not self.final_norm:
             raise ConfigError("norm_first=True needs final_norm=True (else nothing normalizes x)")
         if self.share_embeddings and self.source != "tokens":

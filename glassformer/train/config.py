@@ -11,10 +11,19 @@ import math
 import re
 from dataclasses import dataclass
 
-from glassformer.configs import require_choice, require_positive
+from glassformer.configs import (
+    require_at_most,
+    require_choice,
+    require_fraction,
+    require_positive,
+    require_seed,
+)
 from glassformer.errors import ConfigError
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")  # what --device accepts
+# Sequences per optimizer step, at most: 40x GPT-3's 1536 (3.2 M tokens). Every step samples
+# the whole batch at once, so `--batch-size 1000000000` would ask for hundreds of GB.
+MAX_BATCH_SIZE = 65_536
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ class TrainConfig:
     eval_every: int = 250  # steps between validation evaluations
     eval_batches: int = 20  # batches per evaluation (the same batches every time)
     checkpoint_every: int = 500  # steps between checkpoints of OUT/last
-    seed: int = 1337  # seeds weights, dropout and data sampling
+    seed: int = 1337  # seeds weights, dropout and data sampling; 0 to 2**32 - 1
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
@@ -45,14 +54,24 @@ class TrainConfig:
     def __post_init__(self) -> None:
         require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
         require_positive(self, "checkpoint_every")
+        require_at_most(self, "batch_size", MAX_BATCH_SIZE, "sequences per step; 40x GPT-3's")
+        require_seed(self)
+        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int):
+            raise ConfigError(f"warmup_steps={self.warmup_steps!r} must be an integer")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"warmup_steps={self.warmup_steps} must be >= 0 (0: no warmup)")
         require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
         require_choice(self, "precision", ["auto", "bf16", "fp32"])
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ConfigError(f"device={self.device!r} is not auto, cpu, mps, cuda or cuda:N")
-        for name in ("lr", "min_lr", "weight_decay", "grad_clip", "max_minutes"):
+        for name in ("lr", "min_lr", "weight_decay", "grad_clip", "max_minutes", "adam_eps"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"{name}={value!r} must be a finite number >= 0")
+        # in [0, 1): a moment decay of 1 (or NaN) never forgets; label smoothing of 1 would
+        # take all probability away from the target
+        for name in ("beta1", "beta2", "label_smoothing"):
+            require_fraction(self, name)
         if self.batch_size % self.grad_accum:
             raise ConfigError(
                 f"batch_size={self.batch_size} is not divisible by grad_accum={self.grad_accum}"

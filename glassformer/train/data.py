@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,9 @@ def cache_key(files: Iterable[Path], tokenizer_json: dict, val_fraction: float) 
     digest.update(repr(val_fraction).encode())
     for path in files:
         stat = path.stat()
-        digest.update(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        # the path as the bytes the OS holds: a name need not be UTF-8 (str() would hold
+        # surrogates, which .encode() refuses)
+        digest.update(os.fsencode(path.resolve()) + f"|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 

@@ -28,6 +28,7 @@ from glassformer.train.config import TrainConfig
 from glassformer.train.data import TokenData, prepare_token_data, sample_blocks
 from glassformer.train.loop import Batch, TrainResult, train
 from glassformer.train.losses import token_cross_entropy
+from glassformer.train.memory import check_model_fits
 
 
 class LanguageModelTask:
@@ -105,6 +106,7 @@ def train_lm(
                 f"the {split} split has {len(tokens)} tokens, too few for one block of "
                 f"block_size={data_config.block_size} + 1: give more text or a smaller block"
             )
+    check_model_fits(lambda: GPT(model_config), train_config.device)  # before allocating it
     torch.manual_seed(train_config.seed)
     model = GPT(model_config)
     task = LanguageModelTask(data, tokenizer, data_config, train_config.batch_size)

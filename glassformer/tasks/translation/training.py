@@ -34,6 +34,7 @@ from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.config import TrainConfig
 from glassformer.train.loop import Batch, TrainResult, train
 from glassformer.train.losses import token_cross_entropy
+from glassformer.train.memory import check_model_fits
 
 
 def translation_model_config(
@@ -196,6 +197,7 @@ def train_translation(
     config = translation_model_config(
         model_overrides, source.vocab_size, target.vocab_size, source is target
     )
+    check_model_fits(lambda: Seq2SeqTransformer(config), train_config.device)  # before building
     model = Seq2SeqTransformer(config)
     task = TranslationTask(
         train_pairs,
