@@ -62,6 +62,10 @@ def save_checkpoint(
         directory: created or replaced atomically, extra files included.
         metadata: extra JSON-serialisable entries for config.json (e.g. the tokenizer used).
         write_extra: writes more files into the directory being built (tokenizer, train state).
+
+    Raises:
+        CheckpointError: the directory could not be written (a full disk: safetensors raises
+            its own error type, not OSError); a previous version of it is left as it was.
     """
     from safetensors.torch import save_file
 
@@ -76,8 +80,20 @@ def save_checkpoint(
         if write_extra is not None:
             write_extra(tmp)
 
-    write_directory_atomically(Path(directory), write)
+    from safetensors import SafetensorError
+
+    try:
+        write_directory_atomically(Path(directory), write)
+    except (OSError, SafetensorError) as error:  # a full disk, a lost mount: the old one stays
+        reason = getattr(error, "strerror", None) or one_line(str(error))
+        kept = "the previous version is kept" if Path(directory).is_dir() else "nothing written"
+        raise CheckpointError(f"{directory}: could not be written ({reason}); {kept}") from None
     return Path(directory)
+
+
+def one_line(text: str) -> str:
+    """The first line of an error's text."""
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -9,9 +9,11 @@ It knows nothing about text, speech or translation: a TrainTask supplies batches
     OUT/best/          checkpoint with the lowest validation loss so far
     OUT/metrics.jsonl  one row per step (train loss, lr, tokens/s) and per evaluation
     OUT/loss.png       the loss curve, redrawn at every evaluation
+    OUT/.lock          held while a run trains here, so a second run into OUT is refused
 
-Checkpoints are written atomically; a NaN or infinite loss stops the run before the optimizer
-step, so OUT/last still holds the last good state.
+Checkpoints are written atomically, OUT/last before OUT/best; a NaN or infinite loss, or a
+checkpoint that cannot be written (a full disk), stops the run with OUT/last still holding
+the last good state.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ import torch
 from torch import nn
 
 from glassformer.devices import resolve_device
-from glassformer.errors import GlassformerError
+from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.threads import ThreadGovernor
 from glassformer.train import distributed, schedule
 from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
 from glassformer.train.config import TrainConfig
 from glassformer.train.curves import MetricsLog, plot_loss_curve
+from glassformer.train.lock import run_directory_lock
 from glassformer.train.state import read_train_state, write_train_state
 
 Batch = tuple[torch.Tensor, ...]
@@ -136,15 +139,37 @@ def train(
     resume: bool = False,
     progress: bool = True,
 ) -> TrainResult:
-    """Train `model` on `task` for config.steps optimizer steps, writing under `out`."""
-    from tqdm import tqdm
+    """Train `model` on `task` for config.steps optimizer steps, writing under `out`.
 
+    Raises:
+        GlassformerError: OUT is in use by another run (train/lock.py), the device is not
+            there, the loss diverged, or a checkpoint could not be written (OUT/last keeps
+            the last one that was).
+    """
     out = Path(out)
     wants_cuda = config.device.startswith("cuda") or (
         config.device == "auto" and torch.cuda.is_available()
     )
     ctx = distributed.init_distributed("cuda" if wants_cuda else "cpu")
     device = resolve_device(config.device, ctx.local_rank if ctx.world_size > 1 else 0)
+    # one run per OUT (train/lock.py): taken before anything in OUT is read or written
+    with run_directory_lock(out) if ctx.is_main else contextlib.nullcontext():
+        return train_on(model, task, config, out, resume, progress, ctx, device)
+
+
+def train_on(
+    model: nn.Module,
+    task: TrainTask,
+    config: TrainConfig,
+    out: Path,
+    resume: bool,
+    progress: bool,
+    ctx: distributed.Distributed,
+    device: torch.device,
+) -> TrainResult:
+    """The loop itself, once train() has chosen the device and locked OUT."""
+    from tqdm import tqdm
+
     model.to(device).train()
     optimizer = make_optimizer(model, config)
     data_generator = torch.Generator().manual_seed(config.seed)
@@ -160,7 +185,10 @@ def train(
         wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=device_ids)
     log = MetricsLog(out / "metrics.jsonl", step if resume else None) if ctx.is_main else None
 
+    saved_step = step if resume else None  # the step OUT/last holds
+
     def save(directory: Path, with_state: bool) -> None:
+        nonlocal saved_step
         progress_state = {"step": step, "best_val_loss": best_val, "val_loss": val_loss}
 
         def write_extra(tmp: Path) -> None:
@@ -170,7 +198,15 @@ def train(
 
         if ctx.is_main:
             metadata = {**task.checkpoint_metadata(), "train": config.__dict__, "step": step}
-            save_checkpoint(model, directory, metadata, write_extra)
+            try:
+                save_checkpoint(model, directory, metadata, write_extra)
+            except CheckpointError as error:  # e.g. a full disk: stop, saying what is left
+                held = f"resume from step {saved_step}" if saved_step is not None else "none yet"
+                raise CheckpointError(
+                    f"{error}; training stopped at step {step} ({out / 'last'}: {held})"
+                ) from None
+            if with_state:
+                saved_step = step
         distributed.barrier(ctx)
 
     d_model = model.config.d_model
@@ -241,6 +277,7 @@ def train(
             )
             bar.update()
         last_step = step == config.steps or out_of_time
+        new_best = False
         if step % config.eval_every == 0 or last_step:
             val_loss = evaluate(model, task, config, device, ctx)
             if log is not None:
@@ -250,11 +287,13 @@ def train(
                 log.write({**row, **task.extra_metrics(val_loss)})
                 bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}")
                 plot_loss_curve(log.read(), out / "loss.png")
-            if val_loss < best_val:
-                best_val = val_loss
-                save(out / "best", with_state=False)
+            new_best = val_loss < best_val
+            best_val = min(best_val, val_loss)
+        # OUT/last first: if the disk fills up, the run can still be resumed
         if step % config.checkpoint_every == 0 or last_step:
             save(out / "last", with_state=True)
+        if new_best:
+            save(out / "best", with_state=False)
     bar.close()
     if governor is not None:
         governor.restore()

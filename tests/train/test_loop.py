@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,96 @@ def test_the_thread_governor_hands_back_the_threads_it_took(
         assert torch.get_num_threads() == 2  # and handed it back at the end
     finally:
         torch.set_num_threads(2)
+
+
+def test_a_full_disk_keeps_the_previous_last_checkpoint_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import safetensors.torch
+
+    from glassformer.errors import CheckpointError
+
+    real_save, last_dirs = safetensors.torch.save_file, []
+
+    def save_file(tensors, path, metadata=None):  # noqa: ANN001, ANN202 - safetensors' signature
+        folder = str(Path(path).parent)
+        if "/.last.tmp-" in folder and folder not in last_dirs:
+            last_dirs.append(folder)
+        if last_dirs and folder == last_dirs[-1] and len(last_dirs) == 2:  # the second last/
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(tensors, path, metadata=metadata)
+
+    monkeypatch.setattr(safetensors.torch, "save_file", save_file)
+    with pytest.raises(CheckpointError) as caught:
+        train(make_model(), CountingTask(4), config(checkpoint_every=5), tmp_path, progress=False)
+    message = str(caught.value)
+    assert "No space left on device" in message and "\n" not in message, message
+    assert "training stopped at step 10" in message and "resume from step 5" in message, message
+    saved = json.loads((tmp_path / "last" / "train_state.json").read_text())
+    assert saved["step"] == 5, "the previous last/ must stay whole"
+    assert load_checkpoint(tmp_path / "last").config == make_model().config
+    assert not list(tmp_path.glob(".last.*")), "no half-written directory left"
+    monkeypatch.setattr(safetensors.torch, "save_file", real_save)
+    resumed = train(
+        make_model(),
+        CountingTask(4),
+        config(checkpoint_every=5),
+        tmp_path,
+        resume=True,
+        progress=False,
+    )
+    assert resumed.step == 20  # the run goes on from last/ once there is room
+
+
+def test_a_second_run_into_the_same_directory_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from glassformer.errors import GlassformerError
+    from glassformer.train.lock import run_directory_lock
+
+    holder = subprocess.Popen(  # another process holds the lock, as a running `train` would
+        [
+            sys.executable,
+            "-c",
+            "import sys, pathlib; from glassformer.train.lock import run_directory_lock\n"
+            "with run_directory_lock(pathlib.Path(sys.argv[1])):\n"
+            "    print('locked', flush=True); sys.stdin.read()",
+            str(tmp_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(
+            GlassformerError, match=rf"is in use by another training run \(pid {holder.pid}\)"
+        ):
+            train(make_model(), CountingTask(4), config(steps=2), tmp_path, progress=False)
+        assert not (tmp_path / "metrics.jsonl").exists(), "the refused run wrote nothing"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    with run_directory_lock(tmp_path):  # released when its holder ended
+        pass
+    train(make_model(), CountingTask(4), config(steps=2), tmp_path, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("warmup_steps", -5, "warmup_steps=-5 must be >= 0"),
+        ("seed", 10**23, "seed=100000000000000000000000 must be an integer from 0"),
+        ("seed", -1, "seed=-1 must be an integer from 0"),
+        ("batch_size", 10**9, "batch_size=1000000000 is over the limit"),
+        ("beta2", 1.0, "beta2=1.0 must be in [0, 1)"),
+        ("adam_eps", float("nan"), "adam_eps=nan"),
+        ("label_smoothing", float("nan"), "label_smoothing=nan"),
+    ],
+)
+def test_train_config_refuses_out_of_range_numbers(field: str, value: object, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        TrainConfig(**{field: value})

@@ -1,0 +1,48 @@
+"""One training run per run directory at a time: an advisory lock held for the whole run.
+
+Two runs writing to one OUT would interleave their rows in one metrics.jsonl and overwrite
+each other's checkpoints without a word. So a run takes an exclusive flock(2) on OUT/.lock
+(which holds its pid, for the message the second run prints) and keeps it until it ends. The
+kernel releases the lock when the process exits, however it exits, so a crash never leaves a
+stale lock; the file itself stays (removing it would let two runs lock two different files).
+
+Not here: locks on other machines' view of a network file system (flock there depends on the
+server), and Windows (no fcntl).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from glassformer.errors import GlassformerError
+
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def run_directory_lock(out: Path) -> Iterator[None]:
+    """Hold OUT/.lock for the block; a second holder gets a GlassformerError at once.
+
+    Raises:
+        GlassformerError: "OUT is in use by another training run (pid N)".
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise GlassformerError(
+                f"{out} is in use by another training run (pid {holder}); wait for it or "
+                "choose another --out"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # closing the last descriptor releases the lock
