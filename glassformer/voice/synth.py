@@ -30,6 +30,7 @@ it existed, whose manifest) says otherwise is an error, never a silent mislabell
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -296,23 +297,85 @@ def synthesize(
     """Render `count` sampled commands into DATA_DIR (resuming what is already there).
 
     Everything is checked before anything is written: a bad count, no TTS engine, or a folder
-    holding another grammar's or seed's clips leave the disk as it was.
+    holding another grammar's or seed's clips leave the disk as it was. A run that fails (a
+    full disk, an engine that crashes) before its first clip removes what it made; after
+    that, the whole clips stay with dataset.json, so a rerun resumes from them.
 
     Raises:
-        GlassformerError: count outside [1, MAX_CLIPS], no TTS engine, or a folder that
-            cannot be resumed (see check_resumable).
+        GlassformerError: count outside [1, MAX_CLIPS], no TTS engine, a folder that
+            cannot be resumed (see check_resumable), or a failure while writing (one line).
     """
-    from tqdm import tqdm
-
-    from glassformer.files import atomic_file
-
     check_count(count)
     out = Path(out)
     voices = available_voices()
     info = dataset_info(grammar, seed, val_fraction, voices, count)
     check_resumable(out, info, grammar, voices)
-    write_dataset_info(out, info, noise_dir)  # first, so an interrupted run is recognised
-    (out / "clips").mkdir(parents=True, exist_ok=True)
+    made = [p for p in (out, out / DATASET_INFO, out / "clips") if not p.exists()]
+    try:
+        write_dataset_info(out, info, noise_dir)  # first, so an interrupted run is recognised
+        (out / "clips").mkdir(parents=True, exist_ok=True)
+        return render_all(grammar, out, count, seed, val_fraction, voices, workers, progress)
+    except BaseException as error:
+        if not any((out / "clips").glob("*.wav")):  # no clip made: leave no half-made folder
+            remove_made(made)
+        if isinstance(error, write_errors()):
+            message = f"{out}: synthesis failed ({one_line(error)}); {kept(out)}"
+            raise GlassformerError(message) from None
+        raise
+
+
+def write_errors() -> tuple[type[BaseException], ...]:
+    """What a full disk or a failing engine raises: OSError from files, CalledProcessError
+    from the engine's exit status, soundfile's own error class from writing a WAV."""
+    import soundfile
+
+    return OSError, subprocess.CalledProcessError, soundfile.SoundFileError
+
+
+def one_line(error: BaseException) -> str:
+    """An error's first line, or its class name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def kept(out: Path) -> str:
+    """What a failed run leaves: whole clips (a rerun resumes from them) or nothing."""
+    if any((out / "clips").glob("*.wav")):
+        return "the clips written are kept and a rerun resumes from them"
+    return "nothing was kept"
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove what this run created, deepest first (the folder only if left empty)."""
+    for path in reversed(made):
+        if path.name == "clips":
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_dir():
+            remove_empty(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def remove_empty(folder: Path) -> None:
+    """Remove `folder` if it is empty (something else may have been put there meanwhile)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def render_all(
+    grammar: Grammar,
+    out: Path,
+    count: int,
+    seed: int,
+    val_fraction: float,
+    voices: list[Voice],
+    workers: int,
+    progress: bool,
+) -> Path:
+    """Render the clips missing from OUT/clips, then write the manifest (atomically)."""
+    from tqdm import tqdm
+
+    from glassformer.files import atomic_file
 
     def work(job: Job) -> dict:
         clip_id, command, voice, _, clip_seed = job

@@ -228,3 +228,45 @@ def test_letters_said_one_by_one_reach_the_tts_engine_as_an_abbreviation() -> No
     assert spoken_form("today at ten a m") == "today at ten a.m."
     assert spoken_form("march first at two p m please") == "march first at two p.m. please"
     assert spoken_form("i want a large coffee") == "i want a large coffee"  # lone letters stay
+
+
+@pytest.mark.parametrize("fail_at", [1, 3])
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, fail_at: int
+) -> None:
+    """Failing at the first clip leaves no folder at all; failing later keeps the whole clips
+    with dataset.json (a rerun resumes) and never a manifest or a temporary file."""
+    import errno
+
+    grammar = tmp_path / "g.yaml"
+    grammar.write_text(GRAMMAR_YAML.replace("{drink}", "tea"))
+    rendered = []
+
+    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+        if len(rendered) + 1 == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        rendered.append(text)
+        save_audio(path, np.zeros(1600))
+
+    monkeypatch.setattr(synth, "render", render)
+    monkeypatch.setattr(synth, "BATCH_CLIPS", 1)  # one clip at a time: the failure point is exact
+    out = tmp_path / "data"
+    argv = ["voice", "synth", "--grammar", str(grammar), "--out", str(out), "--count", "4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("glassformer: error: "), err
+    assert "No space left on device" in err, err
+    if fail_at == 1:
+        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+        assert "nothing was kept" in err
+        return
+    assert sorted(p.name for p in out.rglob("*")) == [
+        "000000.wav",
+        "000001.wav",
+        "clips",
+        "dataset.json",
+    ]
+    assert "a rerun resumes" in err
+    monkeypatch.setattr(synth, "render", lambda v, t, r, path: save_audio(path, np.zeros(1600)))
+    assert main(argv) == 0  # resumes: the two clips kept are reused
+    assert len(read_manifest(out)) == 4
