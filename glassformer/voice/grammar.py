@@ -18,6 +18,13 @@ what the synthesizer says and what the model must write), and parse a transcript
 an intent and slot values: an exact match of some path through the grammar, after
 normalization (lower case, punctuation other than apostrophes removed).
 
+Every question costs time linear in the text, whatever the grammar: `can_continue` and
+`accepts` run a word automaton (all paths at once, no backtracking: 40 `[a, a a]` choices
+made a regex backtrack 2**40 ways), `parse` remembers the positions it has failed from, and
+`count` multiplies instead of enumerating. A grammar's words are letters and apostrophes only
+(what a normalized transcript holds: a decoder cannot write "a1"), and its size with every
+slot written out in place is at most MAX_GRAMMAR_WORDS, checked before anything is built.
+
 Not here: reading and checking the file (grammar_syntax.py); a bad grammar is one
 GlassformerError naming its file.
 """
@@ -28,18 +35,26 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import regex
-
 from glassformer.errors import GlassformerError
-from glassformer.voice.grammar_syntax import check_expression, check_tables, read_grammar_file
+from glassformer.voice.grammar_syntax import (
+    check_expression,
+    check_tables,
+    read_grammar_file,
+    shown,
+)
 
 PREFIX_MEMORY = 1_000_000  # prefixes whose can_continue answer is remembered, at most
+STATE_MEMORY = 100_000  # word prefixes whose automaton states are remembered, at most
+MAX_GRAMMAR_WORDS = 1_000_000  # words, each slot reference counted as all its phrases' words
+WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters and apostrophes: what a decoder can write
+ACCEPT = -1  # the automaton's state after a whole sentence
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 
 
@@ -81,7 +96,7 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
         if token.startswith("["):
             options = [normalize(o).split() for o in token[1:-1].split(",")]
             if any(not o for o in options):
-                raise GlassformerError(f"{where}: empty alternative in {token!r}")
+                raise GlassformerError(f"{where}: empty alternative in {shown(token)}")
             elements.append(tuple(tuple(o) for o in options))
         elif token.startswith("("):
             items: list[str | Slot] = []  # words, or a slot: "(please)", "($period:period)"
@@ -92,7 +107,9 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
                     else normalize(part).split()
                 )
             if not items:
-                raise GlassformerError(f"{where}: empty optional {token!r} in {expression!r}")
+                raise GlassformerError(
+                    f"{where}: empty optional {shown(token)} in {shown(expression)}"
+                )
             elements.append(((), tuple(items)))  # optional: nothing, or the items
         elif token.startswith("$"):
             elements.append(((slot(token, slot_types, expression, where),),))
@@ -102,15 +119,36 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
     if not elements:
         raise GlassformerError(f"{where}: empty expression")
     if all(() in element for element in elements):
-        raise GlassformerError(f"{where}: every word of {expression!r} is optional")
+        raise GlassformerError(f"{where}: every word of {shown(expression)} is optional")
+    for alternative in itertools.chain.from_iterable(elements):
+        for item in alternative:
+            if isinstance(item, str):
+                check_words(item, f"the word {shown(item)} in {shown(expression)}", where)
     return elements
+
+
+def check_words(phrase: str, what: str, where: str) -> None:
+    """Raise unless each word of a (normalized) phrase is letters and apostrophes only.
+
+    Example: check_words("a1", "the phrase 'a1'", "g.yaml: slot type 'x'") raises
+    "g.yaml: slot type 'x': the phrase 'a1' has '1', which no transcript holds (...)"
+    """
+    for word in phrase.split():
+        if not WORD.fullmatch(word):
+            bad = next(char for char in word if not WORD.fullmatch(char))
+            raise GlassformerError(
+                f"{where}: {what} has {bad!r}, which no transcript holds (letters and "
+                "apostrophes only: write numbers as words)"
+            )
 
 
 def slot(token: str, slot_types: set[str], expression: str, where: str) -> Slot:
     """ "$type:name" -> Slot(type, name), the type checked against the grammar's slots."""
     slot_type, _, name = token[1:].partition(":")
     if slot_type not in slot_types or not name:
-        raise GlassformerError(f"{where}: unknown slot type ${slot_type} in {expression!r}")
+        raise GlassformerError(
+            f"{where}: unknown slot type ${shown(slot_type)[1:-1]} in {shown(expression)}"
+        )
     return Slot(slot_type, name)
 
 
@@ -130,7 +168,8 @@ class Grammar:
         name: for error messages (the file's path when read from one).
 
     Raises:
-        GlassformerError: "NAME: ..." for the first thing wrong (see grammar_syntax.py).
+        GlassformerError: "NAME: ..." for the first thing wrong (see grammar_syntax.py), a
+            word that is not letters and apostrophes, or more than MAX_GRAMMAR_WORDS words.
     """
 
     def __init__(
@@ -142,8 +181,11 @@ class Grammar:
         self.path: Path | None = None  # the file it was read from, if any
         self.slots = {t: [normalize(p) for p in phrases] for t, phrases in slots.items()}
         for slot_type, phrases in self.slots.items():
+            where = f"{name}: slot type {shown(slot_type)}"
             if not phrases or any(not p for p in phrases):
-                raise GlassformerError(f"{name}: slot type {slot_type!r} has an empty phrase")
+                raise GlassformerError(f"{where} has an empty phrase")
+            for phrase in phrases:
+                check_words(phrase, f"the phrase {shown(phrase)}", where)
         self.expressions = {
             intent: [
                 parse_expression(e, set(self.slots), f"{name}: intent {intent!r}") for e in items
@@ -152,7 +194,14 @@ class Grammar:
         }
         if not self.expressions:
             raise GlassformerError(f"{name}: no expressions")
+        size = self.size()
+        if size > MAX_GRAMMAR_WORDS:
+            raise GlassformerError(
+                f"{name}: {size:,} words with every slot written out in place, more than "
+                f"MAX_GRAMMAR_WORDS={MAX_GRAMMAR_WORDS:,}"
+            )
         self.prefix_answers: dict[str, bool] = {}  # can_continue's memory
+        self.prefix_states: dict[str, dict[str, frozenset[int]]] = {}  # see `next_words`
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Grammar:
@@ -163,46 +212,66 @@ class Grammar:
         grammar.path = path.resolve()
         return grammar
 
+    def all_expressions(self) -> Iterator[list[Element]]:
+        return itertools.chain.from_iterable(self.expressions.values())
+
+    def size(self) -> int:
+        """Words in the grammar with each slot reference replaced by all its phrases' words:
+        the automaton's states, computed from the structure without building anything."""
+        slot_words = {t: sum(len(p.split()) for p in phrases) for t, phrases in self.slots.items()}
+        return sum(
+            slot_words[item.type] if isinstance(item, Slot) else 1
+            for elements in self.all_expressions()
+            for alternative in itertools.chain.from_iterable(elements)
+            for item in alternative
+        )
+
     @property
     def vocabulary(self) -> list[str]:
         """Every word the grammar can produce, sorted."""
         words = {w for phrases in self.slots.values() for p in phrases for w in p.split()}
-        for elements in itertools.chain.from_iterable(self.expressions.values()):
+        for elements in self.all_expressions():
             for alternative in itertools.chain.from_iterable(elements):
-                for item in alternative:
-                    if isinstance(item, str):
-                        words.add(item)
+                words.update(item for item in alternative if isinstance(item, str))
         return sorted(words)
 
     def expand_elements(
         self, elements: list[Element]
     ) -> Iterator[tuple[list[str], dict[str, str]]]:
-        """Every (words, slots) path through one expression."""
-        choices = []
-        for element in elements:
-            options = []
-            for alternative in element:
-                options.extend(self.expand_alternative(alternative))
-            choices.append(options)
-        for combination in itertools.product(*choices):
-            words, slots = [], {}
-            for part_words, part_slots in combination:
-                words += part_words
-                slots.update(part_slots)
-            yield words, slots
-
-    def expand_alternative(self, alternative: Alternative) -> list[tuple[list[str], dict]]:
-        paths: list[tuple[list[str], dict]] = [([], {})]
-        for item in alternative:
-            if isinstance(item, Slot):
-                paths = [
-                    (w + p.split(), {**s, item.name: p})
-                    for w, s in paths
-                    for p in self.slots[item.type]
-                ]
+        """Every (words, slots) path through one expression, one at a time (depth first, the
+        first element varying slowest), so a grammar of 10**12 sentences starts at once."""
+        levels = [self.expand_element(elements[0])]  # levels[i] runs through element i's paths
+        chosen: list[tuple[list[str], dict[str, str]]] = []  # the path of each level above
+        while levels:
+            path = next(levels[-1], None)
+            if path is None:  # this element is done: the one before takes its next path
+                levels.pop()
+                if chosen:
+                    chosen.pop()
+            elif len(levels) < len(elements):
+                chosen.append(path)
+                levels.append(self.expand_element(elements[len(levels)]))
             else:
-                paths = [(w + [item], s) for w, s in paths]
-        return paths
+                words, slots = [], {}
+                for part_words, part_slots in [*chosen, path]:
+                    words += part_words
+                    slots.update(part_slots)
+                yield words, slots
+
+    def expand_element(self, element: Element) -> Iterator[tuple[list[str], dict[str, str]]]:
+        for alternative in element:
+            yield from self.expand_alternative(alternative)
+
+    def expand_alternative(self, alternative: Alternative) -> Iterator[tuple[list[str], dict]]:
+        """Every (words, slots) path through one alternative (a product over its slots)."""
+        choices = [self.slots[i.type] if isinstance(i, Slot) else [i] for i in alternative]
+        for picked in itertools.product(*choices):
+            words, slots = [], {}
+            for item, phrase in zip(alternative, picked, strict=True):
+                words += phrase.split()
+                if isinstance(item, Slot):
+                    slots[item.name] = phrase
+            yield words, slots
 
     def expand(self) -> Iterator[Command]:
         """Every sentence of the grammar (may be very many: see count())."""
@@ -212,15 +281,15 @@ class Grammar:
                     yield Command(" ".join(words), intent, slots)
 
     def count(self) -> int:
-        """How many sentences expand() yields (paths, counting duplicates)."""
-        total = 0
-        for expressions in self.expressions.values():
-            for elements in expressions:
-                n = 1
-                for element in elements:
-                    n *= sum(len(self.expand_alternative(a)) for a in element)
-                total += n
-        return total
+        """How many sentences expand() yields (paths, counting duplicates), by arithmetic."""
+
+        def paths(alternative: Alternative) -> int:
+            return math.prod(len(self.slots[i.type]) for i in alternative if isinstance(i, Slot))
+
+        return sum(
+            math.prod(sum(map(paths, element)) for element in elements)
+            for elements in self.all_expressions()
+        )
 
     def sample(self, rng: random.Random) -> Command:
         """One sentence: a uniform intent, a uniform expression of it, uniform choices."""
@@ -239,84 +308,155 @@ class Grammar:
         return Command(" ".join(words), intent, slots)
 
     @functools.cached_property
-    def pattern(self) -> regex.Pattern:
-        """The grammar's whole language as one regular expression over " " + normalized text.
+    def automaton(self) -> WordAutomaton:
+        return WordAutomaton(list(self.all_expressions()), self.slots)
 
-        Every word is preceded by a space, so an optional element is simply an alternative
-        that matches nothing. Matching with `partial=True` tells whether a text can still grow
-        into a sentence of the grammar: what token-level constrained decoding asks each step.
+    def next_words(self, words: str) -> dict[str, frozenset[int]] | None:
+        """After the whole words of `words` ("" or "turn the "), each word that may come next
+        and the states it leads to ("" if a sentence may end there); None if no sentence
+        starts so. Each prefix is remembered: decoding asks about the same ones again and again.
         """
-
-        def words(items: Alternative) -> str:
-            parts = []
-            for item in items:
-                if isinstance(item, Slot):
-                    phrases = sorted(self.slots[item.type], key=len, reverse=True)
-                    parts.append("(?:" + "|".join(" " + regex.escape(p) for p in phrases) + ")")
-                else:
-                    parts.append(" " + regex.escape(item))
-            return "".join(parts)
-
-        sentences = [
-            "".join("(?:" + "|".join(words(a) for a in element) + ")" for element in elements)
-            for elements in itertools.chain.from_iterable(self.expressions.values())
-        ]
-        return regex.compile("(?:" + "|".join(sentences) + ")")
+        following = self.prefix_states.get(words)
+        if following is not None:
+            return following
+        following = self.prefix_states.get("")
+        if following is None:
+            following = self.prefix_states[""] = self.automaton.transitions(self.automaton.starts)
+        prefix = ""
+        for word in words.split(" ")[:-1]:
+            prefix += word + " "
+            known = self.prefix_states.get(prefix)
+            if known is None:
+                states = following.get(word) if word else None  # "": two spaces in a row
+                if states is None:
+                    return None
+                known = self.automaton.transitions(states)
+                if len(self.prefix_states) >= STATE_MEMORY:
+                    self.prefix_states.clear()
+                self.prefix_states[prefix] = known
+            following = known
+        return following
 
     def can_continue(self, text: str) -> bool:
         """Whether some sentence of the grammar starts with this (normalized) text.
 
-        Remembered: decoding asks about the same prefixes again and again (every beam, every
-        clip), and a large grammar's pattern takes tens of microseconds a question.
+        Example: with "[turn, set] the volume up": "tur" -> True, "turn the " -> True,
+        "turn  the" -> False (two spaces), "turn up" -> False
         """
         known = self.prefix_answers.get(text)
         if known is None:
-            known = self.pattern.fullmatch(" " + text, partial=True) is not None
+            cut = text.rfind(" ") + 1  # the whole words (with their spaces), then a part word
+            following, partial = self.next_words(text[:cut]), text[cut:]
+            known = following is not None and any(
+                word.startswith(partial) for word in following if word
+            )
             if len(self.prefix_answers) < PREFIX_MEMORY:
                 self.prefix_answers[text] = known
         return known
 
     def accepts(self, text: str) -> bool:
-        """Whether the normalized text is a whole sentence of the grammar."""
-        return self.pattern.fullmatch(" " + text) is not None
+        """Whether the normalized text (words, single spaces) is a whole sentence of the grammar."""
+        following = self.next_words(text + " ") if text else None
+        return following is not None and "" in following
 
     def parse(self, text: str) -> Command | None:
         """The intent and slots of a transcript that exactly matches a grammar path, else None."""
         words = normalize(text).split()
         for intent, expressions in self.expressions.items():
             for elements in expressions:
-                slots = self.match(elements, 0, words, 0)
+                slots = self.match(elements, 0, words, 0, set())
                 if slots is not None:
                     return Command(" ".join(words), intent, slots)
         return None
 
-    def match(self, elements: list[Element], e: int, words: list[str], w: int) -> dict | None:
-        """Slots of a match of elements[e:] against words[w:], or None (depth-first search)."""
+    def match(
+        self, elements: list[Element], e: int, words: list[str], w: int, failed: set
+    ) -> dict | None:
+        """Slots of a match of elements[e:] against words[w:], or None (depth-first search).
+
+        `failed` holds the (e, w) already tried in vain, so each is searched once: without
+        it, 40 `[a, a a]` elements tried 2**40 ways to split a sentence that does not match.
+        """
         if e == len(elements):
             return {} if w == len(words) else None
+        if (e, w) in failed:
+            return None
         for alternative in elements[e]:
             for end, slots in self.match_alternative(alternative, words, w):
-                rest = self.match(elements, e + 1, words, end)
+                rest = self.match(elements, e + 1, words, end, failed)
                 if rest is not None:
                     return {**slots, **rest}
+        failed.add((e, w))
         return None
 
     def match_alternative(
         self, alternative: Alternative, words: list[str], w: int
     ) -> Iterator[tuple[int, dict[str, str]]]:
-        """Every way one alternative can match words starting at w: (end index, slots)."""
-        states: list[tuple[int, dict[str, str]]] = [(w, {})]
+        """Every end index one alternative can reach from w, with the first slots reaching it
+        (what follows depends only on where the alternative ends)."""
+        states: dict[int, dict[str, str]] = {w: {}}
         for item in alternative:
-            next_states = []
-            for position, slots in states:
+            next_states: dict[int, dict[str, str]] = {}
+            for position, slots in states.items():
                 if isinstance(item, Slot):
                     for phrase in self.slots[item.type]:
                         parts = phrase.split()
                         if words[position : position + len(parts)] == parts:
-                            next_states.append(
-                                (position + len(parts), {**slots, item.name: phrase})
-                            )
+                            end = position + len(parts)
+                            next_states.setdefault(end, {**slots, item.name: phrase})
                 elif position < len(words) and words[position] == item:
-                    next_states.append((position + 1, slots))
+                    next_states.setdefault(position + 1, slots)
             states = next_states
-        yield from states
+        yield from states.items()
+
+
+class WordAutomaton:
+    """A grammar as a nondeterministic automaton over words, run on every path at once.
+
+    State s reads the word words[s] and then may be in any state of follow[s]; ACCEPT ends a
+    sentence. Built from the end of each expression backwards, so an optional element or a
+    choice is just a union of the states that may come next. Running it keeps a set of states,
+    never a stack of choices: time is linear in the text, whatever the grammar.
+
+    Example: "[a, a b] c" -> states 0:"a" 1:"a" 2:"b" 3:"c"; starts {0, 1};
+        follow: 0 -> {3}, 1 -> {2}, 2 -> {3}, 3 -> {ACCEPT}
+    """
+
+    def __init__(self, sentences: list[list[Element]], slots: dict[str, list[str]]) -> None:
+        self.words: list[str] = []
+        self.follow: list[frozenset[int]] = []
+        self.slots = slots
+        self.starts = frozenset().union(
+            *(self.add_elements(elements, frozenset([ACCEPT])) for elements in sentences)
+        )
+
+    def add_elements(self, elements: list[Element], then: frozenset[int]) -> frozenset[int]:
+        """States that start the elements, each path continuing into `then`."""
+        for element in reversed(elements):
+            then = frozenset().union(*(self.add_alternative(a, then) for a in element))
+        return then  # an empty alternative (an optional element) leaves `then` as it is
+
+    def add_alternative(self, alternative: Alternative, then: frozenset[int]) -> frozenset[int]:
+        for item in reversed(alternative):
+            phrases = self.slots[item.type] if isinstance(item, Slot) else [item]
+            starts = []
+            for phrase in phrases:
+                first = then
+                for word in reversed(phrase.split()):
+                    self.words.append(word)
+                    self.follow.append(first)
+                    first = frozenset([len(self.words) - 1])
+                starts.append(first)
+            then = frozenset().union(*starts)
+        return then
+
+    def transitions(self, states: frozenset[int]) -> dict[str, frozenset[int]]:
+        """Word -> the states reading it leads to, from a set of states; "" -> ACCEPT's state
+        when a sentence may end here."""
+        following: dict[str, set[int]] = {}
+        for state in states:
+            if state == ACCEPT:
+                following[""] = set()
+            else:
+                following.setdefault(self.words[state], set()).update(self.follow[state])
+        return {word: frozenset(next_states) for word, next_states in following.items()}

@@ -5,10 +5,15 @@ A grammar file is YAML in the Rhino context format (see grammar.py): a mapping w
 list of phrases). Everything a user can get wrong is one GlassformerError naming the file:
 
     not UTF-8, not YAML, not a mapping at the top level, no expressions
+    a YAML alias (*name): refused while composing, before anything is copied, so a
+        "billion laughs" of nested aliases never expands
     an intent's or a slot type's entries written as a mapping or a single string, not a list
     an expression or phrase that is not text (a YAML date or null: quote it)
     an expression that is a bare YAML number or boolean (`- 12`, `- yes`: quote it)
     an unbalanced or nested "(" or "[", a "$" that is not "$type:name"
+
+Messages show values through `shown`, which cuts them short: a value is never written out
+whole into an error.
 
 Not here: what an expression means (grammar.py parses it), and whether a slot type exists
 (grammar.py knows the slots table when it parses).
@@ -17,6 +22,7 @@ Not here: what an expression means (grammar.py parses it), and whether a slot ty
 from __future__ import annotations
 
 import re
+import reprlib
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
@@ -24,6 +30,8 @@ from glassformer.textfiles import read_utf8
 
 CLOSING = {"(": ")", "[": "]"}  # the two kinds of group: optional words, alternatives
 SLOT = re.compile(r"[A-Za-z0-9_]+:[A-Za-z0-9_]+")  # what follows "$" in a slot reference
+SHOWN = reprlib.Repr()  # values in messages: 60-character strings, 3 items, 1 level deep
+SHOWN.maxstring, SHOWN.maxother, SHOWN.maxlist, SHOWN.maxdict, SHOWN.maxlevel = 60, 60, 3, 3, 1
 
 
 class Unquoted(str):
@@ -46,12 +54,22 @@ def load_yaml_strings(text: str) -> object:
     and numbers become Unquoted strings, so a caller can still tell they were bare.
 
     Raises:
-        ValueError: the text is not valid YAML.
+        ValueError: the text is not valid YAML, or uses an alias.
     """
     import yaml
 
     class WordsLoader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent: object, index: object) -> object:
+            if self.check_event(yaml.AliasEvent):  # *name: a reference that would expand
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"the alias *{event.anchor} on line {event.start_mark.line + 1}: aliases "
+                    "are not allowed in a grammar (write the entries out)",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
 
     renamed = {"bool": "!unquoted-boolean", "int": "!unquoted-number", "float": "!unquoted-number"}
     WordsLoader.yaml_implicit_resolvers = {
@@ -109,7 +127,7 @@ def check_tables(
         if not isinstance(table, dict):
             raise GlassformerError(f"{name}: {what} must be a mapping, not {kind_of(table)}")
         for key, entries in table.items():
-            where = f"{name}: {'intent' if what == 'expressions' else 'slot type'} {key!r}"
+            where = f"{name}: {'intent' if what == 'expressions' else 'slot type'} {shown(key)}"
             if not isinstance(key, str):
                 raise GlassformerError(f"{where}: the name must be text, not {kind_of(key)}")
             if not isinstance(entries, list):
@@ -121,11 +139,11 @@ def check_tables(
             for entry in entries:
                 if not isinstance(entry, str):
                     raise GlassformerError(
-                        f"{where}: {entry!r} is {kind_of(entry)}, not text (quote it)"
+                        f"{where}: {shown(entry)} is {kind_of(entry)}, not text (quote it)"
                     )
                 if isinstance(entry, Unquoted) and what == "expressions":
                     raise GlassformerError(
-                        f"{where}: the expression {str(entry)!r} is a bare YAML {entry.kind}: "
+                        f"{where}: the expression {shown(str(entry))} is a bare YAML {entry.kind}: "
                         f'quote it ("{entry}") if it is meant as words'
                     )
         tables.append(table)
@@ -144,21 +162,21 @@ def check_expression(expression: str, where: str) -> None:
         if char in CLOSING:
             if opened:
                 raise GlassformerError(
-                    f"{where}: {char!r} inside {opened!r}...{CLOSING[opened]!r} in {expression!r}"
-                    " (groups do not nest)"
+                    f"{where}: {char!r} inside {opened!r}...{CLOSING[opened]!r} in "
+                    f"{shown(expression)} (groups do not nest)"
                 )
             opened = char
         elif char in CLOSING.values():
             if opened is None or CLOSING[opened] != char:
-                raise GlassformerError(f"{where}: unbalanced {char!r} in {expression!r}")
+                raise GlassformerError(f"{where}: unbalanced {char!r} in {shown(expression)}")
             opened = None
     if opened:
-        raise GlassformerError(f"{where}: unbalanced {opened!r} in {expression!r}")
+        raise GlassformerError(f"{where}: unbalanced {opened!r} in {shown(expression)}")
     for dollar in re.finditer(r"\$", expression):
         if not SLOT.match(expression, dollar.end()):
             word = expression[dollar.start() :].split()[0]
             raise GlassformerError(
-                f"{where}: {word!r} in {expression!r} is not a slot ($type:name)"
+                f"{where}: {shown(word)} in {shown(expression)} is not a slot ($type:name)"
             )
 
 
@@ -167,6 +185,14 @@ def kind_of(value: object) -> str:
     names = {dict: "a mapping", list: "a list", str: "text", type(None): "null"}
     names |= {bool: "a boolean", int: "a number", float: "a number"}
     return names.get(type(value), f"a {type(value).__name__}")
+
+
+def shown(value: object) -> str:
+    """repr(value), cut short: strings of 60 characters, 3 items, 1 level deep (see SHOWN).
+
+    Example: shown([["deep"]] * 9) -> "[[...], [...], [...], ...]"
+    """
+    return SHOWN.repr(value)
 
 
 def first_line(error: Exception) -> str:

@@ -241,19 +241,22 @@ def test_damaged_grammars_give_glassformer_error(content: str) -> None:
     loads_or_fails_in_one_line(content.encode("utf-8", errors="surrogatepass"))
 
 
-def test_quoted_numbers_and_yes_are_expressions(tmp_path: Path) -> None:
+def test_quoted_yes_is_an_expression_and_digits_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
-    path.write_text(EXPRESSIONS.format("- '12'\n      - \"yes\""))
-    assert [c.text for c in Grammar.from_yaml(path).expand()] == ["12", "yes"]
+    path.write_text(EXPRESSIONS.format("- 'twelve'\n      - \"yes\""))
+    assert [c.text for c in Grammar.from_yaml(path).expand()] == ["twelve", "yes"]
+    path.write_text(EXPRESSIONS.format("- '12'"))
+    with pytest.raises(GlassformerError, match="the word '12' in '12' has '1', which no trans"):
+        Grammar.from_yaml(path)
 
 
 def test_yes_no_on_off_stay_words_and_numbers_stay_text(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(
-        "context:\n  expressions:\n    w: ['$w:w']\n  slots:\n    w: [yes, no, on, off, 7]\n"
+        "context:\n  expressions:\n    w: ['$w:w']\n  slots:\n    w: [yes, no, on, off, seven]\n"
     )
     grammar = Grammar.from_yaml(path)
-    assert grammar.slots["w"] == ["yes", "no", "on", "off", "7"]
+    assert grammar.slots["w"] == ["yes", "no", "on", "off", "seven"]
     assert grammar.parse("turn... no").__class__ is type(None) and grammar.parse("off").slots == {
         "w": "off"
     }
@@ -305,3 +308,102 @@ def test_a_slot_may_be_optional() -> None:
     appointments = DESKTOP.parent / "appointments.yaml"
     command = Grammar.from_yaml(appointments).parse("tomorrow at ten a m")
     assert command.slots == {"day": "tomorrow", "hour": "ten", "period": "a m"}
+
+
+# --- hostile grammars: bounded by their own structure, answered in linear time --------------
+
+LAUGHS = "".join(
+    [
+        "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+        *(
+            f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n"
+            for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+        ),
+        "context:\n  expressions:\n    go: [*i]\n",
+    ]
+)
+
+
+def test_yaml_aliases_are_refused_before_they_expand(tmp_path: Path) -> None:
+    path = tmp_path / "laughs.yaml"
+    path.write_text(LAUGHS)  # 9**9 = 387 million "lol"s if the aliases were followed
+    with pytest.raises(
+        GlassformerError, match="the alias \\*a on line 2: aliases are not"
+    ) as error:
+        Grammar.from_yaml(path)
+    assert "\n" not in str(error.value) and len(str(error.value)) < 300
+
+
+def test_a_value_is_never_written_out_whole_into_a_message() -> None:
+    nested = [["x" * 10_000] * 1000] * 1000
+    with pytest.raises(GlassformerError, match="is a list, not text") as error:
+        Grammar({"go": [nested]}, {})  # type: ignore[list-item]
+    assert len(str(error.value)) < 300
+
+
+def test_phrases_a_transcript_cannot_hold_are_refused_naming_them() -> None:
+    with pytest.raises(GlassformerError, match="slot type 'id': the phrase 'b2' has '2'"):
+        Grammar({"go": ["say $id:id"]}, {"id": ["a", "b2", "c3"]}, "g.yaml")
+    with pytest.raises(GlassformerError, match="the word 'snake_case' in .* has '_'"):
+        Grammar({"go": ["say [it, snake_case]"]}, {})
+    assert Grammar({"go": ["it's naïve"]}, {}).accepts("it's naïve")
+
+
+def test_the_grammar_size_is_bounded_before_anything_is_built() -> None:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    phrases = [a + b + c for a in letters for b in letters for c in letters[:3]]  # 2,028
+    expressions = {f"i{n}": ["$w:w"] * 500 for n in range(1)}  # 500 references * 2,028 words
+    with pytest.raises(GlassformerError, match="1,014,000 words with every slot written out"):
+        Grammar(expressions, {"w": phrases})
+
+
+def test_ambiguous_choices_answer_in_linear_time() -> None:
+    """40 `[a, a a]` choices: a backtracking matcher tries 2**40 splits of a text that fails."""
+    import time
+
+    grammar = Grammar({"go": [" ".join(["[a, a a]"] * 40) + " b"]}, {})
+    started = time.perf_counter()
+    assert grammar.accepts(" ".join(["a"] * 60 + ["b"]))
+    assert not grammar.accepts(" ".join(["a"] * 81 + ["b"]))
+    assert not grammar.can_continue(" ".join(["a"] * 81))
+    assert grammar.can_continue(" ".join(["a"] * 80) + " b")
+    assert grammar.parse(" ".join(["a"] * 81 + ["b"])) is None
+    assert grammar.parse(" ".join(["a"] * 41 + ["b"])).intent == "go"
+    assert grammar.count() == 2**40
+    assert next(grammar.expand()).text == " ".join(["a"] * 40 + ["b"])
+    assert time.perf_counter() - started < 1.0
+
+
+WORDS = st.sampled_from(["a", "b", "a b", "ab"])
+ELEMENTS = st.lists(
+    st.one_of(
+        WORDS,
+        st.lists(WORDS, min_size=1, max_size=3).map(lambda o: "[" + ", ".join(o) + "]"),
+        WORDS.map(lambda w: f"({w})"),
+        st.just("$s:s"),
+        st.just("($s:s)"),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ELEMENTS.map(" ".join), min_size=1, max_size=3), st.text("ab ", max_size=8))
+def test_the_automaton_answers_as_the_expanded_sentences_do(
+    expressions: list[str], text: str
+) -> None:
+    if all(e.startswith("(") and e.endswith(")") and " " not in e for e in expressions):
+        return
+    try:
+        grammar = Grammar({"go": expressions}, {"s": ["a", "b a"]})
+    except GlassformerError:
+        return  # every word optional
+    sentences = {c.text for c in grammar.expand()}
+    assert grammar.count() == len(list(grammar.expand()))
+    prefixes = [s[:cut] for s in sentences for cut in range(len(s))]
+    odd = [" " + p for p in prefixes] + [p.replace(" ", "  ") for p in prefixes]  # never allowed
+    for candidate in [text, *sentences, *prefixes, *odd]:
+        assert grammar.accepts(candidate) == (candidate in sentences), candidate
+        assert grammar.can_continue(candidate) == any(s.startswith(candidate) for s in sentences)
+        assert (grammar.parse(candidate) is not None) == (normalize(candidate) in sentences)
