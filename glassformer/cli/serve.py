@@ -8,6 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
+
+BACKLOG = 2048  # pending connections the kernel queues (uvicorn's default)
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -34,6 +37,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
         "translation": args.translation,
     }
     print(f"# glassformer serve: {json.dumps(config_to_dict(config))}", flush=True)
+    sock = bind_socket(config.host, config.port)  # before the models load, which take a while
+    allowed = [config.host, *args.allow_host]  # the names the Host header may give (HostGuard)
+    port = sock.getsockname()[1]
     if config.workers > 1:  # each process loads the models itself (app_from_environment)
         from glassformer.serve.app import ENVIRONMENT_KEY
 
@@ -41,26 +47,53 @@ def cmd_serve(args: argparse.Namespace) -> None:
             "serve": config_to_dict(config),
             "endpoint": config_to_dict(endpoint),
             "models": models,
+            "allowed_hosts": allowed,
         }
         os.environ[ENVIRONMENT_KEY] = json.dumps(settings)
         app = "glassformer.serve.app:app_from_environment"
+        sock.close()  # uvicorn's worker supervisor binds its own (the address was free now)
     else:
         from glassformer.serve.app import create_app
         from glassformer.serve.models import load_models
 
-        app = create_app(load_models(**models, device=config.device), config, endpoint)
+        app = create_app(load_models(**models, device=config.device), config, endpoint, allowed)
     print(
-        f"# listening on http://{config.host}:{config.port} (the page at /, the API at /docs)",
+        f"# listening on http://{config.host}:{port} (the page at /, the API at /docs)",
         flush=True,
     )
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        workers=config.workers,
-        factory=config.workers > 1,
-        log_level="warning",
-    )
+    options = {"timeout_keep_alive": config.keep_alive_s, "log_level": "warning"}
+    if config.workers > 1:
+        uvicorn.run(
+            app, host=config.host, port=port, workers=config.workers, factory=True, **options
+        )
+    else:
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port, or one line saying why there cannot be one (an
+    unknown host, an address this machine does not have, a port in use)."""
+    from glassformer.errors import GlassformerError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise GlassformerError(f"--host {host}: cannot listen there ({reason})") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as error:
+        sock.close()
+        raise GlassformerError(
+            f"cannot listen on {host}:{port} ({error.strerror or error})"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) -> None:
@@ -94,6 +127,14 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
     serve.add_argument("--lm", metavar="DIR", help="a language-model run or checkpoint directory")
     serve.add_argument(
         "--translation", metavar="DIR", help="a translation run or checkpoint directory"
+    )
+    serve.add_argument(
+        "--allow-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="another name clients may reach this server by (the Host header; a proxy's name); "
+        "repeat for several. Loopback names, IP addresses and --host are always allowed",
     )
     add_config_flags(serve, ServeConfig)
     add_config_flags(serve, EndpointConfig)

@@ -10,7 +10,8 @@
 create_app takes models loaded already (serve/models.py), so a test builds the app around
 tiny models in process and `glassformer serve` around the ones its flags name; each process
 of `--workers N` loads its own copy (app_from_environment). Not here: authentication and
-TLS; bind to loopback (the default) or put a proxy in front.
+TLS; bind to loopback (the default) or put a proxy in front. Requests whose Host or Origin
+names another site are refused (DNS rebinding; serve/http.py's HostGuard).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 
 from glassformer.serve.batching import ModelThread, TranscriptionBatcher
 from glassformer.serve.config import EndpointConfig, ServeConfig
-from glassformer.serve.http import BodyLimit, install_error_handlers
+from glassformer.serve.http import BodyLimit, HostGuard, install_error_handlers
 from glassformer.serve.models import ServedModels, describe_models
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -38,8 +39,14 @@ def create_app(
     served: ServedModels,
     config: ServeConfig | None = None,
     endpoint: EndpointConfig | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
-    """The application around loaded models; its one model thread stops with it."""
+    """The application around loaded models; its one model thread stops with it.
+
+    `allowed_hosts` turns on the Host and Origin checks (serve/http.py's HostGuard): the
+    names this server answers to besides loopback. `glassformer serve` always passes it
+    (--host, --allow-host); None leaves them off for an app driven in process (tests).
+    """
     from glassformer import __version__
     from glassformer.serve.routes_speech import router as speech_router
     from glassformer.serve.routes_text import router as text_router
@@ -60,7 +67,9 @@ def create_app(
         thread, config.batch_wait_ms, config.max_batch, config.beam_size
     )
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, limit=config.max_upload_bytes)
+    app.add_middleware(BodyLimit, limit=config.max_upload_bytes, timeout_s=config.body_timeout_s)
+    if allowed_hosts is not None:
+        app.add_middleware(HostGuard, allowed=allowed_hosts)  # outermost: checked first
     app.include_router(speech_router)
     app.include_router(text_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -89,4 +98,4 @@ def app_from_environment() -> FastAPI:
     config = config_from_dict(ServeConfig, settings["serve"])
     endpoint = config_from_dict(EndpointConfig, settings["endpoint"])
     served = load_models(**settings["models"], device=config.device)
-    return create_app(served, config, endpoint)
+    return create_app(served, config, endpoint, settings["allowed_hosts"])

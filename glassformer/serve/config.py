@@ -26,10 +26,15 @@ class ServeConfig:
     beam_size: int = 4  # beam width of every transcription
     batch_wait_ms: float = 10.0  # the first transcription of a batch waits this long for others
     max_batch: int = 8  # transcriptions whose encoder runs in one pass, at most
+    body_timeout_s: float = 30.0  # a request body not received whole by then gets 408
+    # (a client sending a byte a minute would otherwise hold its connection forever)
+    keep_alive_s: float = 5.0  # idle keep-alive connections close after this (uvicorn's
+    # timeout_keep_alive; uvicorn has no separate limit on slowly sent headers)
 
     def __post_init__(self) -> None:
         require_positive(self, "workers", "max_batch", "beam_size")
         require_positive_number(self, "max_upload_mb", "max_command_seconds")
+        require_positive_number(self, "body_timeout_s", "keep_alive_s")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be between 0 and 65535")
         if self.batch_wait_ms < 0:

@@ -5,7 +5,9 @@ Every error a client can cause is a 4xx whose body is `{"error": "<one line>"}`:
     ApiError            raised by the endpoints with a status and a message
     GlassformerError    bad input found by the library (unreadable audio, a bad setting): 422
     validation errors   FastAPI's (malformed JSON, unknown or out-of-range fields): 422
-    BodyLimit           a body over max_upload_bytes: 413, refused before it is read whole
+    BodyLimit           a body over max_upload_bytes: 413, refused before it is read whole;
+                        one not received whole within body_timeout_s: 408
+    HostGuard           a Host that is not this server's, or another site's Origin: 403
 
 The limit is an ASGI middleware so it covers every route, FastAPI's own body parsing included:
 a declared Content-Length over the limit is refused before reading a byte; a body sent
@@ -14,7 +16,10 @@ without one (chunked) is counted as it arrives and refused the moment it passes 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import time
 from typing import Any
 
 from glassformer.errors import GlassformerError
@@ -50,25 +55,35 @@ def too_large_message(limit: int) -> str:
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for any HTTP request body over `limit` bytes."""
+    """ASGI middleware: 413 for any HTTP request body over `limit` bytes, 408 for one not
+    received whole within `timeout_s` seconds of the request's start (a client that dribbles
+    its body holds only its own connection, and only that long)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, timeout_s: float = math.inf) -> None:
+        self.app, self.limit, self.timeout_s = app, limit, timeout_s
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self.refuse(send)
-        received, tripped, started = 0, False, False
+            return await self.refuse(send, 413, too_large_message(self.limit))
+        received, tripped, started = 0, None, False
+        deadline, whole = time.monotonic() + self.timeout_s, False
 
         async def counted_receive() -> dict:
-            nonlocal received, tripped
-            message = await receive()
+            nonlocal received, tripped, whole
+            if whole:  # the body is in: later receives wait for a disconnect, unbounded
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0))
+            except TimeoutError:
+                tripped = (408, slow_body_message(self.timeout_s))
+                raise BodyTooSlow from None
+            whole = not message.get("more_body", False)
             received += len(message.get("body", b""))
             if received > self.limit:
-                tripped = True
+                tripped = (413, too_large_message(self.limit))
                 raise BodyTooLarge
             return message
 
@@ -77,21 +92,98 @@ class BodyLimit:
             if tripped:  # the app answered after the limit (e.g. a parse error): say why
                 if not started:
                     started = True
-                    await self.refuse(send)
+                    await self.refuse(send, *tripped)
                 return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted_receive, guarded_send)
-        except BodyTooLarge:
+        except (BodyTooLarge, BodyTooSlow):
             if not started:
-                await self.refuse(send)
+                await self.refuse(send, *tripped)
 
-    async def refuse(self, send: Any) -> None:
-        start, body = error_body(413, too_large_message(self.limit))
+    async def refuse(self, send: Any, status: int, message: str) -> None:
+        start, body = error_body(status, message)
         await send(start)
         await send({"type": "http.response.body", "body": body})
+
+
+class BodyTooSlow(Exception):
+    """The request body was not received whole within the time allowed."""
+
+
+def slow_body_message(timeout_s: float) -> str:
+    return f"the request body did not arrive within {timeout_s:g} s (--body-timeout-s)"
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")  # always allowed in Host and Origin
+
+
+def host_name(value: str) -> str:
+    """The host of a Host header or an Origin, without port, brackets or scheme; lowercase.
+
+    Example: "http://[::1]:8000" -> "::1"; "Example.COM:80" -> "example.com"
+    """
+    value = value.strip().lower().split("://", 1)[-1].split("/", 1)[0]
+    if value.startswith("["):  # [IPv6]:port
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def is_ip_address(name: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostGuard:
+    """ASGI middleware against DNS rebinding: a page on another site whose name is made to
+    resolve to this machine reaches the server with its own name in the Host header, and its
+    own origin in Origin. So Host must name this server (loopback, --host, --allow-host, or
+    an IP address: rebinding needs a name), else 403; a WebSocket, or a request that may
+    change state (POST, PUT, PATCH, DELETE), whose Origin names another host is refused
+    (403, or close code 1008 for a WebSocket). Clients that send no Origin (curl, scripts)
+    are not browsers running someone else's page, and pass.
+    """
+
+    def __init__(self, app: Any, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = {host_name(name) for name in [*LOOPBACK_NAMES, *allowed] if name}
+
+    def is_allowed(self, name: str) -> bool:
+        return name in self.allowed or is_ip_address(name)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers", []))
+        host = host_name(headers.get(b"host", b"").decode("latin-1"))
+        origin = headers.get(b"origin")
+        if not self.is_allowed(host):
+            problem = f"Host {host!r} is not a name of this server (--allow-host adds one)"
+        elif origin is not None and (
+            scope["type"] == "websocket" or scope.get("method") in STATE_CHANGING
+        ):
+            origin_host = host_name(origin.decode("latin-1"))
+            if origin_host == host or self.is_allowed(origin_host):
+                return await self.app(scope, receive, send)
+            problem = f"Origin {origin.decode('latin-1')!r} is another site's"
+        else:
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
+            return
+        start, body = error_body(403, problem)
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
+
+
+STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}  # methods a cross-site Origin may not use
 
 
 def install_error_handlers(app: Any) -> None:

@@ -8,7 +8,9 @@
                          attention with the tokens (serve/attention.py)
 
 Bodies are JSON (Content-Type application/json, else 415) and unknown fields are errors
-(pydantic's extra="forbid"): a silently ignored setting is the classic bug. Not here: beam
+(pydantic's extra="forbid"): a silently ignored setting is the classic bug. /v1/generate
+checks its settings (through DecodeConfig) and its prompt before the event stream starts, so
+every bad request is a 4xx; only a failure while generating is an "error" event. Not here: beam
 search for streamed generation (a beam's text is not final until the search ends).
 """
 
@@ -39,13 +41,30 @@ def json_only(request: Request) -> None:
 
 
 class GenerateRequest(BaseModel):
+    """The sampling fields' bounds are DecodeConfig's (decoding/config.py), checked there
+    (decode_config below) so that the server and `glassformer generate` accept the same
+    values; only the length limits are the server's own (one request holds the model)."""
+
     model_config = ConfigDict(extra="forbid")
     prompt: str = Field("", max_length=MAX_PROMPT_CHARS)
     max_new_tokens: int = Field(100, ge=1, le=MAX_NEW_TOKENS)
-    temperature: float = Field(1.0, ge=0, le=10)  # 0: greedy
-    top_k: int = Field(0, ge=0)  # 0: no limit
-    top_p: float = Field(1.0, gt=0, le=1)
+    temperature: float = 1.0  # 0: greedy
+    top_k: int = 0  # 0: no limit
+    top_p: float = 1.0
     seed: int = 1337
+
+
+def decode_config(body: GenerateRequest) -> Any:
+    """The request's DecodeConfig, or ApiError 422 with DecodeConfig's own message."""
+    from glassformer.decoding.config import DecodeConfig
+    from glassformer.errors import ConfigError
+
+    try:
+        return DecodeConfig(
+            body.max_new_tokens, body.temperature, body.top_k, body.top_p, seed=body.seed
+        )
+    except ConfigError as error:
+        raise ApiError(422, str(error)) from None
 
 
 class TranslateRequest(BaseModel):
@@ -87,14 +106,14 @@ def sse(event: str | None, data: dict) -> str:
 @router.post("/v1/generate", dependencies=[Depends(json_only)])
 async def generate(body: GenerateRequest, request: Request) -> StreamingResponse:
     """Continue the prompt; each piece of text is an event as soon as it is written."""
-    from glassformer.decoding.config import DecodeConfig
-    from glassformer.tasks.lm.inference import generate_text
+    from glassformer.tasks.lm.inference import encode_prompt, generate_text
 
     state = request.app.state
     model, tokenizer = require_lm(state)
-    config = DecodeConfig(
-        body.max_new_tokens, body.temperature, body.top_k, body.top_p, seed=body.seed
-    )
+    config = decode_config(body)
+    # every check before the stream starts, so a bad request is a 4xx, not an event: a
+    # prompt the tokenizer cannot encode raises a GlassformerError here (422)
+    await asyncio.to_thread(encode_prompt, tokenizer, body.prompt, model.config.max_len)
     loop, queue, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
     started = time.perf_counter()
 

@@ -1,6 +1,7 @@
 """Text completion with a trained GPT: load, generate (streamed), evaluate.
 
 load_lm        a run or checkpoint directory -> the GPT and its tokenizer
+encode_prompt  prompt -> the ids generation starts from (the server checks it before streaming)
 generate_text  prompt -> the shared decoding strategies -> text, streamed as it is written
 evaluate_lm    a text file -> mean loss over its consecutive blocks, perplexity, bits/byte
 """
@@ -44,6 +45,17 @@ class TextStream:
         self.write(self.decoder.decode(self.tokenizer.token_bytes(int(tokens[0]))))
 
 
+def encode_prompt(tokenizer: Tokenizer, prompt: str, context: int) -> list[int]:
+    """The prompt's ids as generation sees them: its last context - 1 tokens; an empty prompt
+    is a newline (or id 0).
+
+    Raises:
+        GlassformerError: the tokenizer cannot encode the prompt (a character tokenizer and
+            a character outside its vocabulary).
+    """
+    return (tokenizer.encode(prompt) or tokenizer.encode("\n") or [0])[-(context - 1) :]
+
+
 def generate_text(
     model: GPT,
     tokenizer: Tokenizer,
@@ -63,7 +75,7 @@ def generate_text(
 
     device = next(model.parameters()).device
     context = model.config.max_len
-    ids = (tokenizer.encode(prompt) or tokenizer.encode("\n") or [0])[-(context - 1) :]
+    ids = encode_prompt(tokenizer, prompt, context)
     streaming = stream is not None and config.beam_size == 1
     on_token = TextStream(tokenizer, stream) if streaming else None
     prompt_ids = torch.tensor([ids], device=device)
