@@ -177,3 +177,34 @@ def test_forty_ambiguous_choices_answer_at_once() -> None:
     )
     done = run_limited(check)
     assert done.returncode == 0, done.stderr
+
+
+def test_evaluate_refuses_dev_null_for_its_hypotheses_before_translating(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """In process (torch would not start under MEMORY): the output is checked before any work."""
+    from glassformer.cli import main
+    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.tasks.translation.training import train_translation
+    from glassformer.train.config import TrainConfig
+    from tests.helpers import reversal_pairs
+
+    model, train, data = TRANSLATION_PRESETS["tiny"].tables()
+    config = TrainConfig(**{**train, "steps": 2, "eval_every": 2, "device": "cpu"})
+    run = tmp_path / "translation"
+    pairs = reversal_pairs(100)
+    train_translation(
+        pairs, None, model, config, TranslationDataConfig(**data), run, progress=False
+    )
+    (tmp_path / "src.txt").write_text("red cat\n")
+    (tmp_path / "ref.txt").write_text("cat red\n")
+    capsys.readouterr()
+    evaluate = ["evaluate", str(run), "--src", str(tmp_path / "src.txt")]
+    evaluate += ["--ref", str(tmp_path / "ref.txt"), "--hypotheses", "/dev/null"]
+    assert main(evaluate) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.strip() == "glassformer: error: /dev/null: is a character device, not a regular "
+        "file; refusing to replace it"
+    )
+    assert is_char_device(Path("/dev/null"))
