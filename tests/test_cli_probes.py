@@ -57,9 +57,13 @@ def inputs(root: Path) -> Path:
         "key.toml": "[train]\nstepz = 3\n",
         "text.wav": "this is not audio\n",
         "numbers.yaml": "context:\n  expressions:\n    count:\n      - 1\n      - 2\n",
+        "seed.toml": "[train]\nseed = 99999999999999999999999\n",
+        "list.toml": "[train]\nlr = [1, 2]\n",
+        "bad\udcff.txt": "To be.\n",  # a file name that is not UTF-8 (byte 0xff)
     }
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
+    (folder / "binary.toml").write_bytes(bytes(range(256)))
     (folder / "latin1.json").write_bytes('{"a.wav": {"intent": "Grüße"}}'.encode("latin-1"))
     soundfile.write(folder / "silence.wav", np.zeros(16_000, np.float32), 16_000)
     soundfile.write(folder / "tone.wav", np.sin(np.arange(16_000) / 3.0) * 0.3, 16_000)
@@ -210,6 +214,24 @@ ROWS = [
     ([*SYNTH, "--count", "2", "--grammar", "{in}/numbers.yaml"], "numbers.yaml"),
     ([*TOKENIZER, "{out}/tok.json", "--special", ""], "--special"),
     ([*TOKENIZER, "{out}/tok.json", "--pattern", "("], "--pattern"),
+    ([*TRAIN_LM, "--data", "{in}/bad\udcff.txt"], "val_fraction=0.1 of 7 tokens"),
+    (["generate", "{lm}", "--temperature", "1e-300"], "temperature=1e-300"),
+    (["generate", "{lm}", "--top-p", "1e-300"], "top_p=1e-300"),
+    (["generate", "{lm}", "--seed", "99999999999999999999999"], "seed=99999999999999999999999"),
+    ([*TRAIN_LM, *CORPUS, "--seed", "99999999999999999999999"], "seed=99999999999999999999999"),
+    ([*TRAIN_LM, *CORPUS, "--seed", "-1"], "seed=-1"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/seed.toml"], "seed=99999999999999999999999"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/binary.toml"], "binary.toml: not a TOML file"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/list.toml"], "lr=[1, 2] must be a number"),
+    ([*TRAIN_LM, *CORPUS, "--batch-size", "1000000000"], "batch_size=1000000000 is over"),
+    ([*TRAIN_LM, *CORPUS, "--d-model", "1000000"], "d_model=1000000 is over the limit"),
+    (
+        [*TRAIN_LM, *CORPUS, "--d-model", "65536", "--d-ff", "262144", "--n-layers", "1000"],
+        "choose a smaller model",  # within every bound, but beyond any machine's memory
+    ),
+    ([*TRAIN_LM, *CORPUS, "--warmup-steps", "-5"], "warmup_steps=-5 must be >= 0"),
+    ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--warmup-steps", "-5"], "warmup_steps=-5"),
+    (["serve", "--lm", "{lm}", "--host", "no.such.host.invalid"], "cannot listen there"),
 ]
 PLACEHOLDERS = ["lm", "speech", "translation", "speech_data", "clip", "nofeatures"]
 
