@@ -18,9 +18,9 @@ what the synthesizer says and what the model must write), and parse a transcript
 an intent and slot values: an exact match of some path through the grammar, after
 normalization (lower case, punctuation other than apostrophes removed).
 
-Every question costs time linear in the text, whatever the grammar: `can_continue` and
-`accepts` run a word automaton (all paths at once, no backtracking: 40 `[a, a a]` choices
-made a regex backtrack 2**40 ways), `parse` remembers the positions it has failed from, and
+No question searches exponentially, whatever the grammar: `can_continue` and `accepts` run
+a word automaton (all paths at once, time linear in the text; 40 `[a, a a]` choices made a
+backtracking regex try 2**40 ways), `parse` remembers the positions it has failed from, and
 `count` multiplies instead of enumerating. A grammar's words are letters and apostrophes only
 (what a normalized transcript holds: a decoder cannot write "a1"), and its size with every
 slot written out in place is at most MAX_GRAMMAR_WORDS, checked before anything is built.
@@ -53,7 +53,7 @@ from glassformer.voice.grammar_syntax import (
 PREFIX_MEMORY = 1_000_000  # prefixes whose can_continue answer is remembered, at most
 STATE_MEMORY = 100_000  # word prefixes whose automaton states are remembered, at most
 MAX_GRAMMAR_WORDS = 1_000_000  # words, each slot reference counted as all its phrases' words
-WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters and apostrophes: what a decoder can write
+WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters, apostrophes: tasks/speech's GRAMMAR_TEXT
 ACCEPT = -1  # the automaton's state after a whole sentence
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 
