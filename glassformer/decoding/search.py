@@ -142,6 +142,7 @@ def beam_search(
     suppress: Iterable[int] = (),
     n_best: bool = False,
     restrict: Restrict | None = None,
+    prefill_once: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Keep the beam_size best partial hypotheses per row; return each row's best (or, with
     n_best, all of them best first with their length-normalized log-probabilities).
@@ -153,6 +154,10 @@ def beam_search(
     encoder-decoder's memory must be repeated the same way, with repeat_interleave).
     `restrict` (constrained decoding, e.g. decoding/constraints.py) sees each beam's tokens so
     far and its next-token log-probabilities and returns them with forbidden tokens at -inf.
+    `prefill_once`: the first `step` gets the B prompts, not B * K copies, and the cache's
+    rows are then repeated (KVCache.repeat_rows): the K beams of a row share its prompt, so
+    a long prompt (Whisper's grammar context) runs once, not K times. For a step whose memory
+    is one per row (shared by its beams), as the speech decoder's.
 
     Shapes:
         prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends;
@@ -166,7 +171,11 @@ def beam_search(
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
     finished = torch.zeros(B * K, dtype=torch.bool, device=prompt.device)
     lengths = torch.zeros(B * K, device=prompt.device)
-    logits = step(tokens, cache)[:, -1]  # (B*K, V)
+    if prefill_once:
+        logits = step(prompt, cache)[:, -1].repeat_interleave(K, dim=0)  # (B, V) -> (B*K, V)
+        cache.repeat_rows(K)
+    else:
+        logits = step(tokens, cache)[:, -1]  # (B*K, V)
     for _ in range(max_new_tokens):
         log_probs = suppress_tokens(logits.float(), suppress).log_softmax(dim=-1)  # (B*K, V)
         if restrict is not None:

@@ -87,6 +87,14 @@ class AttentionCache:
         """
         if self.k is None or self.k.stride(0) == 0 or self.k.size(0) < index.size(0):
             return  # one memory per group of rows (a clip's beams): beams never change clips
+        self.select(index)
+
+    def select(self, index: torch.Tensor) -> None:
+        """Rows `index` of the keys and values, as many as `index` has (reorder's work).
+
+        Shapes:
+            index: (B',) int
+        """
         k, v = self.k.index_select(0, index), self.v.index_select(0, index)  # (B', H, S, Dh)
         if self.k_buffer is None:
             self.k, self.v = k, v
@@ -129,3 +137,16 @@ class KVCache:
         """Keep batch rows `index` in every layer's cache (beam search)."""
         for cache in self.self_attn + (self.cross_attn or []):
             cache.reorder(index)
+
+    def repeat_rows(self, times: int) -> None:
+        """Each row `times` times in a row: B prefilled prompts become B * times beams.
+
+        Self-attention's keys are copied per beam (each beam writes its own next tokens);
+        cross-attention's stay one per memory, shared by that memory's beams (attention.py).
+        """
+        if self.seq_len == 0 or times == 1:
+            return
+        first = self.self_attn[0].k  # (B, H, S, Dh)
+        index = torch.arange(first.size(0), device=first.device).repeat_interleave(times)
+        for cache in self.self_attn:
+            cache.select(index)  # (B*times, H, S, Dh)
