@@ -133,7 +133,8 @@ def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
 
 def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.loading import load_speech_model
 
     speech = load_speech_model(run)
     right, latencies = 0, []
@@ -155,7 +156,8 @@ def latency(run: Path, data: Path) -> dict:
     """End-to-end transcription time of 2-second commands (features, encoder, beam search,
     grammar), median over held-out clips of the demo grammar cut or padded to 2 s."""
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.synth import read_manifest
 
     speech = load_speech_model(run)
@@ -201,7 +203,9 @@ def words(steps: int) -> dict:
 def coffee(steps: int) -> dict:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import is_accepted, load_speech_model, transcribe
+    from glassformer.tasks.speech.evaluation import is_accepted
+    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.synth import read_manifest
 
     grammar = SHARED / "grammars" / "coffee_maker.yaml"

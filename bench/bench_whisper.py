@@ -71,7 +71,8 @@ def accuracy(
     grammar: Path, files: list[Path], truth: list[str], snrs: list[float], model: str
 ) -> dict:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe
+    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.loading import load_speech_model
 
     speech = load_speech_model(model, grammar=grammar)
     clips = [load_audio(p) for p in files]
@@ -102,7 +103,9 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
 
     from glassformer.audio.io import load_audio
     from glassformer.corpora import default_cache_root
-    from glassformer.tasks.speech.inference import is_accepted, load_speech_model, transcribe
+    from glassformer.tasks.speech.evaluation import is_accepted
+    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_manifest, synthesize
 
@@ -154,7 +157,8 @@ def speed(
 
     from glassformer.audio.features import compute_features
     from glassformer.audio.io import SAMPLE_RATE, load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
+    from glassformer.tasks.speech.inference import transcribe_file
+    from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.tasks.speech.pretrained import installed_models
 
     torch.set_num_threads(1)

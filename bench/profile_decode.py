@@ -54,7 +54,7 @@ def gpt_step(model: GPT, batch: int, prompt: int, fast: bool, steps: int):  # no
 
 
 def whisper_step(fast: bool, steps: int):  # noqa: ANN201
-    from glassformer.tasks.speech.inference import load_speech_model
+    from glassformer.tasks.speech.loading import load_speech_model
 
     model = load_speech_model("whisper-tiny.en").model  # installed by setup
     K, prompt = 4, 3
@@ -68,7 +68,7 @@ def whisper_step(fast: bool, steps: int):  # noqa: ANN201
 
 def scratch_step(fast: bool, steps: int):  # noqa: ANN201
     """The from-scratch speech model `make demo` trains (runs/demo/best), beam 4, 3-s memory."""
-    from glassformer.tasks.speech.inference import load_speech_model
+    from glassformer.tasks.speech.loading import load_speech_model
 
     run = ROOT / "runs" / "demo" / "best"
     if not run.is_dir():

@@ -27,15 +27,11 @@ from glassformer.audio.augment import add_noise
 from glassformer.audio.io import SAMPLE_RATE, load_audio
 from glassformer.corpora import default_cache_root
 from glassformer.tasks.speech.config import GRAMMAR_FILE, SPEECH_PRESETS, SpeechDataConfig
-from glassformer.tasks.speech.inference import (
-    Scored,
-    Transcript,
-    is_accepted,
-    load_speech_model,
-    summarize,
-    transcribe,
-)
+from glassformer.tasks.speech.evaluation import Scored, is_accepted, summarize
+from glassformer.tasks.speech.inference import transcribe
+from glassformer.tasks.speech.loading import load_speech_model
 from glassformer.tasks.speech.pretrained import installed_models
+from glassformer.tasks.speech.search import Transcript
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.grammar import Grammar

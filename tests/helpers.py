@@ -152,14 +152,12 @@ def assert_same_whisper_logits(
 
 
 def assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) -> int:  # noqa: ANN001
-    """Transcribe `waveforms` together (beam 2, constrained) and check that each confidence,
-    scored from what the search computed (prefix_cache), equals scoring from scratch.
-    Returns how many were checked."""
-    import pytest
+    """Transcribe `waveforms` together (beam 2, constrained) and check that each clip's token
+    log-probabilities (its confidence and end probability), scored from what the search
+    computed (prefix_cache), equal scoring from scratch. Returns how many were checked."""
+    from glassformer.tasks.speech import inference, search
 
-    from glassformer.tasks.speech import inference
-
-    original = inference.token_confidence
+    original = search.token_log_probs
     pairs = []
 
     def checking(model, memory, tokens, start, known=None):  # noqa: ANN001, ANN202
@@ -169,8 +167,8 @@ def assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) -> int: 
         )
         return pairs[-1][0]
 
-    monkeypatch.setattr(inference, "token_confidence", checking)
+    monkeypatch.setattr(search, "token_log_probs", checking)
     inference.transcribe_many(speech, waveforms, beam_size=2, constrain=True)
     for reused, from_scratch in pairs:
-        assert reused == pytest.approx(from_scratch, rel=1e-5, abs=1e-7)
+        torch.testing.assert_close(reused, from_scratch, rtol=1e-5, atol=1e-5, msg="log-probs")
     return len(pairs)

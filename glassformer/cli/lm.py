@@ -111,14 +111,21 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def evaluate_speech_command(args: argparse.Namespace) -> None:
-    from glassformer.tasks.speech.inference import evaluate_speech, load_speech_model
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.evaluation import evaluate_speech
+    from glassformer.tasks.speech.listener import Listener
 
     if not (args.audio_dir and args.labels):
         raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
-    speech = load_speech_model(args.checkpoint, args.device, args.grammar)
-    constrain = args.constrain or args.grammar is not None
+    settings = {"reject_below": args.reject_below, "grammar": args.grammar}
+    config = ListenerConfig(
+        model=args.checkpoint,
+        device=args.device,
+        constrain=args.constrain or args.grammar is not None,
+        **{name: value for name, value in settings.items() if value is not None},
+    )
     scored, summary = evaluate_speech(
-        speech, Path(args.audio_dir), Path(args.labels), constrain, 4, args.reject_below
+        Listener(config=config), Path(args.audio_dir), Path(args.labels)
     )
     for s in scored:
         if not s.accepted:

@@ -112,23 +112,75 @@ def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
     return Path(given)
 
 
-def cmd_transcribe(args: argparse.Namespace) -> None:
-    from glassformer.decoding.config import check_beam_size
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
+def listener_config(args: argparse.Namespace, model: str):  # noqa: ANN201
+    """The ListenerConfig a speech command's flags ask for (every unset flag: its default)."""
+    from glassformer.tasks.speech.config import ListenerConfig
 
-    check_beam_size(args.beam)
-    speech = load_speech_model(args.model, args.device, args.grammar)
-    constrain = args.constrain or args.grammar is not None
+    given = {
+        "model": model,
+        "grammar": args.grammar,
+        "beam_size": args.beam,
+        "reject_below": args.reject_below,
+        "precision": args.precision,
+        "window_step": args.window_step,
+        "device": args.device,
+        "constrain": args.constrain or args.grammar is not None,
+    }
+    return ListenerConfig(**{k: v for k, v in given.items() if v is not None})
+
+
+def cmd_transcribe(args: argparse.Namespace) -> None:
+    from glassformer.tasks.speech.listener import Listener
+
+    listener = Listener(config=listener_config(args, args.model))
     results = []
     for path in args.audio:
-        result = transcribe_file(speech, path, args.beam, constrain, args.reject_below)
+        result = listener.understand_file(path)
         if args.json:  # one JSON list at the end: a failing file leaves no half document
-            results.append({"file": path, **result.__dict__, "accepted": result.intent is not None})
+            results.append({"file": path, **result.to_json()})
         else:
             meaning = f"{result.intent} {result.slots}" if result.intent else "(not a command)"
             print(f"{path}\t{result.text}\t{meaning}\tconfidence {result.confidence:.2f}")
     if args.json:
         print(json.dumps(results, indent=1))
+
+
+def add_listener_flags(parser: argparse.ArgumentParser) -> None:
+    """--grammar, --constrain, --reject-below, --beam, --precision, --window-step, --device:
+    the ListenerConfig's settings, with its defaults (one source for every speech door)."""
+    from glassformer.configs import field_comments
+    from glassformer.tasks.speech.config import ListenerConfig
+
+    help_of, default = field_comments(ListenerConfig), ListenerConfig()
+    parser.add_argument(
+        "--grammar", metavar="G.yaml", help="a command grammar; decoding is constrained to it"
+    )
+    parser.add_argument(
+        "--constrain",
+        action="store_true",
+        help="constrain to the model's own grammar (a model trained here has one)",
+    )
+    parser.add_argument(
+        "--reject-below",
+        type=float,
+        help="constrained: reject commands less confident than this, 0-1 (0 = never; default: "
+        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
+    )
+    parser.add_argument(
+        "--beam", type=int, help=f"{help_of['beam_size']} (default: {default.beam_size})"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["float32", "int8"],
+        help=f"{help_of['precision']} (default: {default.precision})",
+    )
+    parser.add_argument(
+        "--window-step",
+        type=float,
+        metavar="SECONDS",
+        help=f"{help_of['window_step']} (default: the model's own)",
+    )
+    parser.add_argument("--device", help=f"cpu, cuda, ... (default: {default.device})")
 
 
 def cmd_models(args: argparse.Namespace) -> None:
@@ -229,26 +281,12 @@ def add_voice_commands(
     )
     transcribe.add_argument("audio", nargs="+", metavar="AUDIO")
     transcribe.add_argument(
-        "--grammar", metavar="G.yaml", help="a command grammar; decoding is constrained to it"
-    )
-    transcribe.add_argument(
         "--json",
         action="store_true",
-        help="one JSON list: per file, file, text, intent, slots, confidence, accepted",
+        help="one JSON list: per file, file, text, intent, slots, confidence, accepted, "
+        "audio_seconds, elapsed_ms",
     )
-    transcribe.add_argument(
-        "--constrain",
-        action="store_true",
-        help="constrain to the model's own grammar (a model trained here has one)",
-    )
-    transcribe.add_argument(
-        "--reject-below",
-        type=float,
-        help="constrained: reject commands less confident than this (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
-    )
-    transcribe.add_argument("--beam", type=int, default=4, help="beam size")
-    transcribe.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    add_listener_flags(transcribe)
     transcribe.set_defaults(handler=cmd_transcribe)
 
     models = commands.add_parser(

@@ -150,7 +150,8 @@ def translator_attention(translator: object, text: str) -> dict[str, AttentionMa
 def speech_maps(directory: Path | str, audio: str | Path) -> dict[str, AttentionMaps]:
     """The decoder's cross-attention over the clip, for its own (greedy) transcription."""
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import load_speech_model, transcribe_file
+    from glassformer.tasks.speech.inference import transcribe_file
+    from glassformer.tasks.speech.loading import load_speech_model
 
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
     speech = load_speech_model(directory)
@@ -167,7 +168,7 @@ def clip_cross_attention(speech, waveform: np.ndarray, heard: str) -> AttentionM
         probs of the result: (L, H, T, S), S positions covering the clip's heard audio
     """
     from glassformer.audio.io import SAMPLE_RATE
-    from glassformer.tasks.speech.inference import clip_audio, clip_features
+    from glassformer.tasks.speech.clips import clip_audio, clip_features
 
     model, tokenizer = speech.model, speech.tokenizer
     heard_audio = clip_audio(speech, waveform)  # what transcribe() encoded

@@ -13,7 +13,7 @@ explain/trace.py's hooks, exactly as `glassformer attention` reads them. Not her
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from glassformer.explain.attention_maps import (
     translator_attention,
 )
 from glassformer.serve.http import ApiError
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.listener import Listener
 
 MAX_TEXT_CHARS = 1000  # longer texts are refused: a heat map of them would be unreadable
 DECIMALS = 4  # probabilities sent to the page: enough for a colour and a hover readout
@@ -79,12 +82,15 @@ def translation_attention(translator: Any, text: str) -> list[dict[str, Any]]:
     return [as_json(name, kind) for name, kind in maps.items()]
 
 
-def speech_attention(speech: Any, waveform: np.ndarray, text: str | None) -> list[dict[str, Any]]:
+def speech_attention(
+    listener: Listener, waveform: np.ndarray, text: str | None
+) -> list[dict[str, Any]]:
     """The decoder's cross-attention over the clip while it writes `text` (None: its own
     greedy transcription)."""
     from glassformer.explain.attention_maps import clip_cross_attention
     from glassformer.tasks.speech.inference import transcribe
 
+    speech = listener.speech
     if text is None:
         text = transcribe(speech, waveform, beam_size=1).text
     if len(text) > MAX_TEXT_CHARS:

@@ -1,8 +1,8 @@
 """Concurrent transcriptions share one encoder pass: where a CPU server's throughput comes from.
 
     request 1 ──┐  wait up to batch_wait_ms (or until max_batch are waiting)
-    request 2 ──┼──> transcribe_many(speech, [w1, w2, w3]) ──> each request gets its result
-    request 3 ──┘    (one encoder forward over the stacked features, then a beam per clip)
+    request 2 ──┼──> listener.understand_many([w1, w2, w3]) ──> each request gets its result
+    request 3 ──┘    (one encoder forward over the stacked features, then one beam search)
 
 While a batch runs, new requests queue up and form the next batch at once, so under load
 batches fill by themselves and the wait only matters for a lone request. Requests are
@@ -24,12 +24,15 @@ import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from glassformer.errors import GlassformerError
 from glassformer.threads import ThreadGovernor
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.listener import Listener, Result
 
 Result = TypeVar("Result")
 
@@ -60,40 +63,38 @@ class ModelThread:
 @dataclass
 class Job:
     waveform: np.ndarray  # (L,) 16 kHz mono
-    done: asyncio.Future  # -> (Transcript, batch size)
+    done: asyncio.Future  # -> (Result, batch size)
 
 
-def transcribe_batch(speech: Any, waveforms: list[np.ndarray], beam_size: int) -> list[Any]:
-    """Grammar-constrained transcriptions of several clips, their encoder run as one batch."""
-    from glassformer.tasks.speech.inference import transcribe_many
-
-    return transcribe_many(speech, waveforms, beam_size, constrain=True)
+def transcribe_batch(listener: Listener, waveforms: list[np.ndarray]) -> list[Result]:
+    """The listener's Results for several clips, their encoder run as one batch."""
+    return listener.understand_many(waveforms)
 
 
-def transcribe_each(speech: Any, waveforms: list[np.ndarray], beam_size: int) -> list[Any]:
+def transcribe_each(listener: Listener, waveforms: list[np.ndarray]) -> list[Result | Exception]:
     """Clip by clip, each result or its GlassformerError (after a batch failed: whose clip?)."""
-    results: list[Any] = []
+    results: list[Result | Exception] = []
     for waveform in waveforms:
         try:
-            results.append(transcribe_batch(speech, [waveform], beam_size)[0])
+            results.append(transcribe_batch(listener, [waveform])[0])
         except GlassformerError as error:
             results.append(error)
     return results
 
 
 class TranscriptionBatcher:
-    """Gathers concurrent transcription requests of one grammar into transcribe_many calls."""
+    """Gathers concurrent transcription requests of one grammar into understand_many calls."""
 
     def __init__(self, thread: ModelThread, wait_ms: float, max_batch: int, beam_size: int) -> None:
         self.thread, self.wait_s, self.max_batch = thread, wait_ms / 1000, max_batch
-        self.beam_size = beam_size
-        self.queues: dict[int, list[Job]] = {}  # id(SpeechModel) -> jobs waiting
+        self.beam_size = beam_size  # the server's (--beam-size): a batch's listeners use it
+        self.queues: dict[int, list[Job]] = {}  # id(Listener) -> jobs waiting
         self.full: dict[int, asyncio.Event] = {}  # set when max_batch jobs are waiting
         self.collectors: dict[int, asyncio.Task] = {}
 
-    async def transcribe(self, speech: Any, waveform: np.ndarray) -> tuple[Any, int]:
-        """One clip's Transcript, and how many clips shared its encoder pass."""
-        key = id(speech)
+    async def transcribe(self, listener: Listener, waveform: np.ndarray) -> tuple[Result, int]:
+        """One clip's Result, and how many clips shared its encoder pass."""
+        key = id(listener)
         job = Job(waveform, asyncio.get_running_loop().create_future())
         queue = self.queues.setdefault(key, [])
         queue.append(job)
@@ -101,12 +102,12 @@ class TranscriptionBatcher:
         if len(queue) >= self.max_batch:
             full.set()
         if key not in self.collectors:
-            self.collectors[key] = asyncio.create_task(self.collect(speech))
+            self.collectors[key] = asyncio.create_task(self.collect(listener))
         return await job.done
 
-    async def collect(self, speech: Any) -> None:
+    async def collect(self, listener: Listener) -> None:
         """Run batches for one grammar until nobody is waiting."""
-        key = id(speech)
+        key = id(listener)
         try:
             while self.queues.get(key):
                 if len(self.queues[key]) < self.max_batch:
@@ -117,17 +118,18 @@ class TranscriptionBatcher:
                 self.full[key].clear()
                 if len(self.queues[key]) >= self.max_batch:
                     self.full[key].set()
-                await self.run_batch(speech, jobs)
+                await self.run_batch(listener, jobs)
         finally:
             del self.collectors[key]
 
-    async def run_batch(self, speech: Any, jobs: list[Job]) -> None:
-        """One transcribe_many for the jobs; on a bad clip, each clip alone (to tell whose)."""
+    async def run_batch(self, listener: Listener, jobs: list[Job]) -> None:
+        """One understand_many for the jobs; on a bad clip, each clip alone (to tell whose)."""
         waveforms = [job.waveform for job in jobs]
+        listener = listener.fork(beam_size=self.beam_size)
         try:
-            results = await self.thread.run(transcribe_batch, speech, waveforms, self.beam_size)
+            results = await self.thread.run(transcribe_batch, listener, waveforms)
         except GlassformerError:
-            results = await self.thread.run(transcribe_each, speech, waveforms, self.beam_size)
+            results = await self.thread.run(transcribe_each, listener, waveforms)
         except Exception as error:  # noqa: BLE001 - a bug: every waiting request hears of it
             results = [error] * len(jobs)
         for job, result in zip(jobs, results, strict=True):

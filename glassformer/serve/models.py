@@ -6,7 +6,7 @@
     lm            a language-model run or checkpoint directory (generation, attention)
     translation   a translation run or checkpoint directory (translation, attention)
 
-Each grammar gets its own SpeechModel sharing the one network (inference.use_grammar copies
+Each grammar gets its own Listener sharing the one network (loading.use_grammar copies
 references, not weights; a zero-shot Whisper also gets the grammar's phrases as context).
 Not here: loading or unloading models while the server runs.
 """
@@ -15,16 +15,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glassformer.errors import GlassformerError
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.listener import Listener
 
 DEFAULT_GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
 
 
 @dataclass
 class ServedModels:
-    speech: dict[str, Any] = field(default_factory=dict)  # grammar name -> SpeechModel
+    speech: dict[str, Listener] = field(default_factory=dict)  # grammar name -> its Listener
     lm: tuple[Any, Any] | None = None  # (GPT, its tokenizer)
     translator: Any = None  # tasks/translation/inference.Translator
     sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
@@ -47,30 +50,24 @@ def grammar_names(paths: list[str]) -> dict[str, Path]:
     return names
 
 
-def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str, Any]:
-    """A SpeechModel per grammar: the given files, else the checkpoint's own grammar, else
-    the packaged default (voice/grammars/desktop.yaml)."""
-    from glassformer.tasks.speech.inference import (
-        grammar_constraint,
-        load_speech_model,
-        use_grammar,
-    )
+def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str, Listener]:
+    """A Listener per grammar, all on one loaded network: the given files, else the
+    checkpoint's own grammar, else the packaged default (voice/grammars/desktop.yaml)."""
+    from glassformer.tasks.speech.listener import Listener
+    from glassformer.tasks.speech.vocabulary import grammar_constraint
     from glassformer.voice.grammar import Grammar
 
-    speech = load_speech_model(source, device)
+    first = Listener(source, device=device)
     if grammar_paths:
         grammars = {name: Grammar.from_yaml(p) for name, p in grammar_names(grammar_paths).items()}
-    elif speech.grammar is not None:
-        own = speech.grammar
+    elif first.grammar is not None:
+        own = first.grammar
         grammars = {Path(own.path).stem if own.path else "default": own}
     else:
         grammars = {DEFAULT_GRAMMAR.stem: Grammar.from_yaml(DEFAULT_GRAMMAR)}
-    models = {name: use_grammar(speech, g) for name, g in grammars.items()}
-    first = next(iter(models.values()))
-    grammar_constraint(first, 1)  # reads the vocabulary once (token texts, closers) ...
-    for model in models.values():  # ... and every grammar's model shares that reading
-        model.token_texts, model.closers = first.token_texts, first.closers
-    return models
+    grammar_constraint(first.speech, 1)  # reads the vocabulary once (token texts, closers),
+    # and every grammar's listener shares that reading (use_grammar copies references)
+    return {name: Listener(first.speech, g, first.config) for name, g in grammars.items()}
 
 
 def load_models(
@@ -112,9 +109,10 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
         first = next(iter(served.speech.values()))
         described["speech"] = {
             "source": served.sources["speech"],
-            "parameters": parameter_count(first.model),
+            "parameters": parameter_count(first.speech.model),
             "grammars": {
-                name: sorted(model.grammar.expressions) for name, model in served.speech.items()
+                name: sorted(listener.grammar.expressions)
+                for name, listener in served.speech.items()
             },
             "default_grammar": served.default_grammar,
         }

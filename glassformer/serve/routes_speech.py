@@ -9,27 +9,31 @@ to end a command under way (a stream that stops). The server sends JSON text mes
 
     {"type": "ready", "sample_rate": 16000, "grammar": NAME}     once, on connecting
     {"type": "speech_start", "sample": N}                          a command began
-    {"type": "result", ...the /v1/transcribe fields..., "start": N, "end": N}
+    {"type": "result", ...the /v1/transcribe fields..., "latency_ms": MS, "start": N, "end": N}
     {"type": "error", "error": MESSAGE}                            then, for bad data, a close
 
-Listening goes on after each result. Not here: audio in other rates or encodings.
+Each connection gets its own stream of the grammar's Listener (tasks/speech/listener.py): its
+endpointing, and the command decoded in the speaker's pauses, so that the result is there
+when they stop; latency_ms says how long after the last speech frame it came. Listening goes
+on after each result. Not here: audio in other rates or encodings.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 
-from glassformer.errors import GlassformerError
 from glassformer.serve.audio_upload import audio_bytes, decode_audio
-from glassformer.serve.http import ApiError, one_line
-from glassformer.serve.listen import SAMPLE_RATE, Command, Endpointer
+from glassformer.serve.http import ApiError
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.listener import Listener
+from glassformer.audio.endpoint import SAMPLE_RATE
 
 MAX_CHUNK_BYTES = 256 * 1024  # one socket message: 8 s of 16-bit PCM at most
 CLOSE_UNSUPPORTED = 1003  # WebSocket close codes (RFC 6455 section 7.4.1)
@@ -40,8 +44,8 @@ CLOSE_TOO_BIG = 1009
 router = APIRouter()
 
 
-def choose_speech(state: Any, grammar: str | None) -> tuple[str, Any]:
-    """The SpeechModel of the named grammar (default: the first loaded), and its name."""
+def choose_speech(state: Any, grammar: str | None) -> tuple[str, Listener]:
+    """The Listener of the named grammar (default: the first loaded), and its name."""
     if not state.served.speech:
         raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
     name = grammar or state.served.default_grammar
@@ -56,32 +60,19 @@ def check_audible(waveform: np.ndarray) -> None:
         raise ApiError(422, "digital silence (every sample is 0): nothing to transcribe")
 
 
-def transcript_json(transcript: Any, waveform: np.ndarray, started: float, batch: int) -> dict:
-    """The fields every transcription answers with."""
-    return {
-        "text": transcript.text,
-        "intent": transcript.intent,
-        "slots": transcript.slots,
-        "confidence": round(transcript.confidence, 4),
-        "accepted": transcript.intent is not None,
-        "audio_seconds": round(len(waveform) / SAMPLE_RATE, 3),
-        "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
-        "batch_size": batch,
-    }
-
-
 @router.post("/v1/transcribe")
 async def transcribe(request: Request, grammar: str | None = None) -> dict:
     """An audio file (WAV, FLAC or OGG; raw body or the multipart field `file`) -> its
     command: text, intent, slots, confidence, accepted, audio_seconds, elapsed_ms."""
     started = time.perf_counter()
     state = request.app.state
-    _, speech = choose_speech(state, grammar)
+    _, listener = choose_speech(state, grammar)
     data = await audio_bytes(request)
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)
-    transcript, batch = await state.batcher.transcribe(speech, waveform)
-    return transcript_json(transcript, waveform, started, batch)
+    result, batch = await state.batcher.transcribe(listener, waveform)
+    elapsed_ms = (time.perf_counter() - started) * 1000  # the request's, waiting included
+    return result.to_json() | {"elapsed_ms": round(elapsed_ms, 1), "batch_size": batch}
 
 
 class SocketRefused(Exception):
@@ -120,20 +111,12 @@ async def listen(socket: WebSocket, grammar: str | None = None) -> None:
     await socket.accept()
     state = socket.app.state
     try:
-        name, speech = choose_speech(state, grammar)
+        name, listener = choose_speech(state, grammar)
     except ApiError as error:
         await socket.send_json({"type": "error", "error": error.message})
         await socket.close(CLOSE_POLICY)
         return
-    endpointer = Endpointer(state.endpoint)
-    running: set[asyncio.Task] = set()
-
-    def answer(commands: list[Command]) -> None:
-        for command in commands:
-            task = asyncio.create_task(answer_command(socket, state, speech, command))
-            running.add(task)
-            task.add_done_callback(running.discard)
-
+    stream = listener.fork(endpoint=state.endpoint, beam_size=state.batcher.beam_size)
     await socket.send_json({"type": "ready", "sample_rate": SAMPLE_RATE, "grammar": name})
     try:
         while True:
@@ -141,35 +124,19 @@ async def listen(socket: WebSocket, grammar: str | None = None) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             samples = pcm_samples(message)
+            was_listening = not stream.endpointer.in_command
             if samples is None:
-                answer(endpointer.flush())
-                continue
-            was_listening = not endpointer.in_command
-            ended = endpointer.feed(samples)
-            if was_listening and endpointer.in_command:
-                await socket.send_json({"type": "speech_start", "sample": endpointer.position})
-            answer(ended)
+                result = await state.thread.run(stream.flush)
+            else:
+                result = await state.thread.run(stream.process, samples)
+            if was_listening and stream.endpointer.in_command:
+                await socket.send_json(
+                    {"type": "speech_start", "sample": stream.endpointer.position}
+                )
+            if result is not None:
+                await socket.send_json({"type": "result", **result.to_json(), "batch_size": 1})
     except SocketRefused as refused:
         await socket.send_json({"type": "error", "error": str(refused)})
         await socket.close(refused.code)
     except WebSocketDisconnect:
         pass
-    finally:
-        for task in running:  # a client gone mid-command: its answer is not needed
-            task.cancel()
-
-
-async def answer_command(socket: WebSocket, state: Any, speech: Any, command: Command) -> None:
-    """Transcribe one endpointed command and send the result (or why it failed)."""
-    started = time.perf_counter()
-    try:
-        check_audible(command.waveform)
-        transcript, batch = await state.batcher.transcribe(speech, command.waveform)
-        reply = {"type": "result", **transcript_json(transcript, command.waveform, started, batch)}
-        reply.update(start=command.start, end=command.end)
-    except ApiError as error:
-        reply = {"type": "error", "error": error.message}
-    except GlassformerError as error:  # the clip could not be transcribed; listening goes on
-        reply = {"type": "error", "error": one_line(str(error))}
-    with contextlib.suppress(WebSocketDisconnect, RuntimeError):  # the socket closed meanwhile
-        await socket.send_json(reply)

@@ -40,7 +40,7 @@ def test_concurrent_requests_are_batched_and_equal_to_one_by_one(
     answers = asyncio.run(send_all())
     app.state.thread.close()
     assert sorted(a["batch_size"] for a in answers) == [2, 2, 4, 4, 4, 4], answers
-    speech = served.speech["grammar"]
+    speech = served.speech["grammar"].speech  # the grammar's listener's model
     for clip, answer in zip(clips, answers, strict=True):
         heard = decode_audio(wav_bytes(clip), 30.0)  # what the server read
         alone = transcribe(speech, heard, beam_size=2, constrain=True)

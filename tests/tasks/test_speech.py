@@ -11,7 +11,10 @@ import pytest
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
 from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
-from glassformer.tasks.speech.inference import evaluate_speech, load_speech_model, transcribe
+from glassformer.tasks.speech.evaluation import evaluate_speech
+from glassformer.tasks.speech.inference import transcribe
+from glassformer.tasks.speech.listener import Listener
+from glassformer.tasks.speech.loading import load_speech_model
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.synth import read_manifest
@@ -106,7 +109,7 @@ def test_transcribe_and_evaluate_commands(
     assert all(x["accepted"] == (x["intent"] is not None) for x in lines)
     labels = tmp_path / "labels.tsv"
     labels.write_text("".join(f"{r['audio']}\t{r['text']}\n" for r in rows))
-    scored, summary = evaluate_speech(load_speech_model(run), data, labels)
+    scored, summary = evaluate_speech(Listener(run), data, labels)
     assert summary["files"] == 4 and 0 <= summary["wer"] <= 1.5 and 0 <= summary["acceptance"] <= 1
     assert main(["evaluate", str(run), "--audio-dir", str(data), "--labels", str(labels)]) == 0
     assert "command acceptance" in capsys.readouterr().out

@@ -40,12 +40,10 @@ def clips() -> list[Path]:
 def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> None:
     ctranslate2 = pytest.importorskip("ctranslate2")
     from glassformer.decoding.search import beam_search
-    from glassformer.tasks.speech.inference import (
-        clip_features,
-        load_speech_model,
-        start_rule,
-        strip,
-    )
+    from glassformer.tasks.speech.clips import clip_features
+    from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.search import strip
+    from glassformer.tasks.speech.vocabulary import start_rule
 
     directory = installed_models()["whisper-base"]
     joined = tmp_path / "faster-whisper-base"  # CTranslate2 reads one model.bin

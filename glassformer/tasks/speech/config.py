@@ -1,14 +1,60 @@
-"""The speech task's settings, torch-free: its data config (augmentation) and its presets."""
+"""The speech task's settings, torch-free: its data config (augmentation), its presets, and
+the Listener's one config (ListenerConfig): every door that understands speech reads its
+defaults from there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
+from glassformer.audio.endpoint import EndpointConfig
 from glassformer.configs import Preset, check_presets, require_fraction, require_positive
+from glassformer.decoding.config import check_beam_size
+from glassformer.errors import ConfigError
 from glassformer.models.configs import SpeechConfig
 from glassformer.train.config import TrainConfig
 
 GRAMMAR_FILE = "grammar.yaml"  # in every speech checkpoint: the grammar it was trained for
+DEFAULT_SPEECH_MODEL = "whisper-tiny.en"  # installed by setup (tasks/speech/pretrained.py)
+PRECISIONS = ("float32", "int8")  # weights of the linear layers (layers/quantized.py)
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """How the Listener hears: one default per setting, read by every door (CLI, server,
+    listening socket, demo)."""
+
+    model: str = DEFAULT_SPEECH_MODEL  # pretrained name, run/checkpoint dir, Whisper dir or .pt
+    grammar: str | None = None  # a command grammar YAML; None: the model's own, or free text
+    beam_size: int = 4  # beams of the search (1 = greedy); 4 as Whisper and CTranslate2
+    reject_below: float | None = None  # 0-1: constrained results below are rejected; None:
+    # the model's own (0.3 for models trained here, 0.01 for Whisper)
+    precision: str = "float32"  # float32, or int8: linear weights in int8, as CTranslate2's CPU
+    window_step: float | None = None  # encoder window, seconds: pad to the next multiple;
+    # None: the model's own (Whisper: 10, measured as accurate as 30)
+    constrain: bool = True  # with a grammar, the beam writes only sentences of the grammar
+    device: str = "cpu"  # where the model runs: cpu, cuda, ...
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)  # streams: command ends
+
+    def __post_init__(self) -> None:
+        check_beam_size(self.beam_size)
+        if self.reject_below is not None:
+            value = self.reject_below
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"reject_below={value!r} must be a number from 0 to 1")
+            if not 0.0 <= value <= 1.0:  # also refuses nan
+                raise ConfigError(f"reject_below={value!r} must be from 0 to 1")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
+            )
+        step = self.window_step
+        if step is not None and not (
+            isinstance(step, int | float) and math.isfinite(step) and 0 < step <= 30
+        ):
+            raise ConfigError(f"window_step={step!r} must be a number of seconds in (0, 30]")
+        if not isinstance(self.endpoint, EndpointConfig):
+            raise ConfigError(f"endpoint={self.endpoint!r} must be an EndpointConfig")
 
 
 @dataclass(frozen=True)

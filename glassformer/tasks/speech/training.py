@@ -239,7 +239,7 @@ def pretrained_start(
 ) -> tuple[SpeechTransformer, Tokenizer, FeatureConfig, Targets, dict]:
     """The model `init` names, its encoder frozen, with its tokenizer, features, how its
     transcripts are written (Targets) and its decoding rules (kept in every checkpoint)."""
-    from glassformer.tasks.speech.inference import load_speech_model
+    from glassformer.tasks.speech.loading import load_speech_model
 
     speech = load_speech_model(init)
     model = speech.model

@@ -1,0 +1,50 @@
+"""What a speech model hears of a clip: silence trimmed, the loudest stretch kept, features.
+
+Long real recordings are mostly silence around a short command: leading and trailing silence
+is trimmed first (audio/silence.trim_silence), and a clip still longer than the model takes
+keeps its loudest stretch (audio/silence.loudest_window). Not here: reading audio files
+(audio/io.py) and finding commands in a live stream (audio/endpoint.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from glassformer.audio.features import compute_features
+from glassformer.audio.io import SAMPLE_RATE
+from glassformer.audio.silence import loudest_window, trim_silence
+from glassformer.errors import GlassformerError
+from glassformer.tasks.speech.model import SpeechModel
+
+
+def clip_audio(speech: SpeechModel, waveform: np.ndarray) -> np.ndarray:
+    """The part of a clip (16 kHz mono) its model hears.
+
+    Leading and trailing silence is trimmed; a clip still longer than the model takes (a
+    long noisy recording) keeps its loudest stretch of that length, where the command is.
+    """
+    if not waveform.any():
+        raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
+    waveform = trim_silence(waveform)
+    longest = speech.model.max_frames / speech.features.frames_per_second  # seconds
+    return loudest_window(waveform, longest) if len(waveform) > longest * SAMPLE_RATE else waveform
+
+
+def clip_features(speech: SpeechModel, waveform: np.ndarray) -> torch.Tensor:
+    """clip_audio() as the features its model reads.
+
+    Shapes:
+        waveform: (L,)   returns: (M, N), N <= model.max_frames
+    """
+    heard = clip_audio(speech, waveform)
+    device = next(speech.model.parameters()).device
+    features = compute_features(torch.from_numpy(heard).to(device), speech.features)
+    return features[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
+
+
+def pad_features(features: list[torch.Tensor]) -> torch.Tensor:
+    """Shapes: features: B x (M, N_i)   returns: (B, M, max N_i), zero-padded"""
+    longest = max(f.size(-1) for f in features)
+    padded = [torch.nn.functional.pad(f, (0, longest - f.size(-1))) for f in features]
+    return torch.stack(padded)

@@ -1,0 +1,190 @@
+"""The beam over a batch of clips' encoder memories, and each clip's best words read out.
+
+    decode_clips(speech, memory, padding, K, constrain, reject_below)   -> Transcripts
+
+One beam search runs over every clip's beams together; each clip's best hypothesis is then
+scored (its confidence, and how likely the model found the end where it ended) from the
+search's own cache, and read by the grammar into an intent and slots. A constrained result
+below the rejection threshold is rejected (intent None) rather than guessed. Not here: the
+features and the encoder (tasks/speech/inference.py), the grammar's token rules
+(tasks/speech/vocabulary.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import takewhile
+
+import torch
+
+from glassformer.layers.attention import distinct_memories
+from glassformer.layers.kv_cache import KVCache
+from glassformer.models.speech import SpeechTransformer
+from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.vocabulary import grammar_constraint, start_rule
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str  # the words written by the model (normalized)
+    intent: str | None  # None: the words are not a command of the grammar (rejected)
+    slots: dict[str, str] = field(default_factory=dict)
+    confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
+    end_probability: float = 0.0  # after the last word: p(the end, or a period then the end)
+
+
+def decode_clips(
+    speech: SpeechModel,
+    memory: torch.Tensor,
+    padding: torch.Tensor | None,
+    beam_size: int,
+    constrain: bool,
+    reject_below: float | None,
+) -> list[Transcript]:
+    """One beam search over every clip's encoder memory, then the grammar's reading of each
+    clip's best words.
+
+    Row b * K + k of the search is beam k of clip b. A clip's K beams ask its memory together
+    (projected once per clip, padding masked: layers/attention.py), and the grammar constraint
+    reads each beam's own tokens, so every clip keeps its own grammar state.
+
+    Shapes:
+        memory: (B, S, D)   padding: (B, S) bool, True = real frame, or None
+    """
+    from glassformer.decoding.search import beam_search
+
+    model, K, B = speech.model, beam_size, memory.size(0)
+
+    def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
+        # (B*K, T) tokens, (B, S, D) memory -> (B*K, 1, V): the search reads the last
+        # position only, and the prompt's other positions would cost the 51,864-word output
+        # layer each (Whisper's grammar context: about 26 of them)
+        return model.decode(tokens, memory, padding, cache, last=1)
+
+    prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
+    restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
+    cache = model.new_cache()
+    hypotheses, scores = beam_search(
+        step,
+        cache,
+        prompt,
+        K,
+        model.config.max_tgt_len - len(speech.start),
+        speech.eos,
+        suppress=speech.suppress,
+        n_best=True,
+        restrict=restrict,
+        prefill_once=True,  # the context and prompt run once per clip, not once per beam
+    )  # (B, K, T), (B, K): each clip's hypotheses, best first
+    transcripts = []
+    for row in range(B):
+        valid = memory.size(1) if padding is None else int(padding[row].sum())
+        clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
+        best, found = hypotheses[row, 0].tolist(), bool(scores[row, 0] > float("-inf"))
+        known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
+        transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below, known))
+    return transcripts
+
+
+def prefix_cache(search: KVCache, clip: int, beams: int, length: int, valid: int) -> KVCache:
+    """What a finished search already computed for clip `clip`, as a cache to score with: the
+    self-attention keys and values of its prompt's first `length` positions (the same in all
+    its beams) and its memory's cross-attention keys and values (its `valid` frames).
+
+    Scoring the best hypothesis (token_log_probs) then runs only the written tokens: not the
+    prompt again (Whisper's grammar context: up to 120 tokens), nor the projection of a 10-s
+    memory, which were most of that pass.
+    """
+    cache = KVCache(len(search.self_attn), cross_attention=True)  # grows by concatenation
+    row = clip * beams  # the clip's first beam
+    for mine, theirs in zip(cache.self_attn, search.self_attn, strict=True):
+        mine.k, mine.v = theirs.k[row : row + 1, :, :length], theirs.v[row : row + 1, :, :length]
+    for mine, theirs in zip(cache.cross_attn, search.cross_attn, strict=True):
+        k, v = distinct_memories(theirs.k), distinct_memories(theirs.v)  # (B, H, S, Dh)
+        mine.k, mine.v = k[clip : clip + 1, :, :valid], v[clip : clip + 1, :, :valid]
+    return cache
+
+
+def read_clip(
+    speech: SpeechModel,
+    memory: torch.Tensor,
+    best: list[int],
+    found: bool,
+    constrain: bool,
+    reject_below: float | None,
+    known: KVCache | None = None,
+) -> Transcript:
+    """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
+    `known`: what the search computed already for this clip (prefix_cache).
+
+    Shapes:
+        memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
+    """
+    eos = speech.eos
+    chosen = strip(best, len(speech.start), eos)
+    text = speech.tokenizer.decode(chosen)
+    command = speech.grammar.parse(text) if speech.grammar is not None and found else None
+    tokens = [*speech.start, *chosen, eos]
+    log_probs = token_log_probs(speech.model, memory, tokens, len(speech.start), known)
+    picked = log_probs.gather(-1, torch.tensor(tokens[len(speech.start) :])[:, None])  # (T', 1)
+    confidence = math.exp(picked.mean().item())
+    closers = set(speech.closers or ())
+    words = len(chosen) - sum(1 for _ in takewhile(closers.__contains__, reversed(chosen)))
+    ends = [eos, *closers]  # after the last word: the end, or a final period then the end
+    end_probability = log_probs[words, ends].exp().sum().item()
+    threshold = speech.reject_below if reject_below is None else reject_below
+    if constrain and confidence < threshold:
+        command = None  # the closest grammar sentence is too unlikely: a rejection
+    if command is None:
+        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
+    return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
+
+
+def strip(tokens: list[int], start: int, eos: int) -> list[int]:
+    """The written tokens: after the prompt, up to (not including) the first <eos>."""
+    tokens = tokens[start:]
+    return tokens[: tokens.index(eos)] if eos in tokens else tokens
+
+
+def token_log_probs(
+    model: SpeechTransformer,
+    memory: torch.Tensor,
+    tokens: list[int],
+    start: int = 1,
+    known: KVCache | None = None,
+) -> torch.Tensor:
+    """Teacher-forced next-token log-probabilities at each position from the prompt's `start`
+    on: row i is the distribution the i-th written token (then <eos>) was drawn from.
+
+    `known`: a cache holding the prompt's first start - 1 positions (and, optionally, the
+    memory's cross-attention keys and values), so that only the scored positions run.
+
+    Shapes:
+        memory: (1, S, D)   returns: (len(tokens) - start, V)
+    """
+    sequence = torch.tensor([tokens], device=memory.device)
+    written = len(tokens) - start  # the tokens scored, after the prompt
+    skip = 0 if known is None else known.seq_len
+    if skip not in (0, start - 1):
+        raise ValueError(f"the cache holds {skip} positions; scoring needs 0 or {start - 1}")
+    # (1, T', V): logits for the written tokens only, not the prompt's
+    logits = model.decode(sequence[:, skip:-1], memory, cache=known, last=written)
+    return logits[0].float().log_softmax(-1).cpu()  # (T', V)
+
+
+def token_confidence(
+    model: SpeechTransformer,
+    memory: torch.Tensor,
+    tokens: list[int],
+    start: int = 1,
+    known: KVCache | None = None,
+) -> float:
+    """exp(mean log-probability) of the tokens after the prompt's `start` (token_log_probs).
+
+    Shapes:
+        memory: (1, S, D)
+    """
+    log_probs = token_log_probs(model, memory, tokens, start, known)  # (T', V)
+    picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
+    return math.exp(picked.mean().item())
