@@ -31,8 +31,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.config import ListenerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared" / "data"
@@ -68,19 +72,18 @@ def noise_conditions(clips: list, snrs: list[float]):  # noqa: ANN201
 
 
 def accuracy(
-    grammar: Path, files: list[Path], truth: list[str], snrs: list[float], model: str
+    grammar: Path, files: list[Path], truth: list[str], snrs: list[float], config: ListenerConfig
 ) -> dict:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import transcribe
-    from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.listener import Listener
 
-    speech = load_speech_model(model, grammar=grammar)
+    listener = Listener(grammar=grammar, config=config)
     clips = [load_audio(p) for p in files]
     result = {"files": len(files)}
     for key, heard_clips in noise_conditions(clips, snrs):
         right, rejected = 0, 0
         for i, (clip, expected) in enumerate(zip(heard_clips, truth, strict=True)):
-            heard = transcribe(speech, clip, beam_size=4, constrain=True)
+            heard = listener.understand(clip)
             good = bool(set(expected.split("|")) & set(heard.slots.values()))
             right += good
             if not good and key == "clean":
@@ -94,18 +97,14 @@ def accuracy(
     return result
 
 
-def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
-    """coffee_maker.yaml on held-out synthetic voices, laid out like real command recordings:
-    2-15 s clips, the command somewhere inside 0.5-6 s of silence before and 0.5-6 s after
-    (runs of exact zeros, then a faint room hiss), clean and with noise at each SNR. A clip
-    counts when the intent and every slot are exactly right (the benchmark's rule)."""
+def coffee_clips(count: int, seed: int) -> tuple[list, list[dict]]:
+    """coffee_maker.yaml orders of held-out synthetic voices, laid out like real command
+    recordings: 2-15 s clips, the command somewhere inside 0.5-6 s of silence before and
+    0.5-6 s after (runs of exact zeros, then a faint room hiss); and their manifest rows."""
     import numpy as np
 
     from glassformer.audio.io import load_audio
     from glassformer.corpora import default_cache_root
-    from glassformer.tasks.speech.evaluation import is_accepted
-    from glassformer.tasks.speech.inference import transcribe
-    from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_manifest, synthesize
 
@@ -123,7 +122,18 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
         hiss_from = int(rng.uniform(0, before))  # exact zeros first, then the room
         clip[hiss_from:] += 1e-4 * rng.standard_normal(len(clip) - hiss_from).astype(np.float32)
         clips.append(clip)
-    speech = load_speech_model(model, grammar=grammar_path)
+    return clips, rows
+
+
+def coffee(count: int, snrs: list[float], config: ListenerConfig, seed: int) -> dict:
+    """coffee_clips() understood clean and with noise at each SNR. A clip counts when the
+    intent and every slot are exactly right (the benchmark's rule)."""
+    from glassformer.tasks.speech.evaluation import is_accepted
+    from glassformer.tasks.speech.listener import Listener
+
+    grammar_path = SHARED / "grammars" / "coffee_maker.yaml"
+    clips, rows = coffee_clips(count, seed)
+    listener = Listener(grammar=grammar_path, config=config)
     result: dict = {
         "clips": len(rows),
         "seconds": [round(min(map(len, clips)) / 16e3, 1), round(max(map(len, clips)) / 16e3, 1)],
@@ -131,7 +141,7 @@ def coffee(count: int, snrs: list[float], model: str, seed: int) -> dict:
     for key, heard_clips in noise_conditions(clips, snrs):
         accepted, rejected = 0, 0
         for clip, row in zip(heard_clips, rows, strict=True):
-            heard = transcribe(speech, clip, beam_size=4, constrain=True)
+            heard = listener.understand(clip)
             accepted += is_accepted(heard, row)
             rejected += heard.intent is None
             if key == "clean" and not is_accepted(heard, row):
@@ -214,6 +224,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help="coffee: the synthesis seed")
     parser.add_argument("--grammar", type=Path, help="another grammar YAML")
     parser.add_argument("--model", default="whisper-tiny.en", help="a name or a run directory")
+    parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
+    parser.add_argument("--window-step", type=float, help="the encoder window, seconds")
     parser.add_argument(
         "--recorded", action="store_true", help="speed: 2-5 s real-voice appointment commands"
     )
@@ -223,15 +235,22 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "speed":
         result = speed(args.clips, args.recorded, args.ct2_context, args.model)
-    elif args.what == "coffee":
-        result = coffee(args.clips, args.snr, args.model, args.seed)
+        print(json.dumps({args.what: result, "model": args.model}, indent=1))
+        return
+    from glassformer.tasks.speech.config import ListenerConfig
+
+    config = ListenerConfig(
+        model=args.model, precision=args.precision, window_step=args.window_step
+    )  # beam 4, the model's own threshold: the defaults every door uses
+    if args.what == "coffee":
+        result = coffee(args.clips, args.snr, config, args.seed)
     elif args.what == "digits":
         grammar = args.grammar or ROOT / "bench/grammars/digits.yaml"
-        result = accuracy(grammar, *fsdd(args.split), args.snr, args.model)
+        result = accuracy(grammar, *fsdd(args.split), args.snr, config)
     else:
         grammar = args.grammar or ROOT / "bench/grammars/words.yaml"
-        result = accuracy(grammar, *commands(), args.snr, args.model)
-    print(json.dumps({args.what: result, "model": args.model}, indent=1))
+        result = accuracy(grammar, *commands(), args.snr, config)
+    print(json.dumps({args.what: result, "model": args.model, "config": str(config)}, indent=1))
 
 
 if __name__ == "__main__":
