@@ -6,6 +6,7 @@ grammar, with noise, and its speed beside CTranslate2 running the same weights.
     (either with --model RUN_DIR: a model trained here, or a fine-tuned one, on the same clips)
     .venv/bin/python bench/bench_whisper.py coffee [--clips 100] [--snr 24 18 12 6]
     .venv/bin/python bench/bench_whisper.py speed  [--clips 20] [--recorded] [--ct2-context]
+        [--precision float32|int8] [--beam B] [--ct2-type int8|float32]
 
 digits: FSDD (6 speakers, 8 kHz) against bench/grammars/digits.yaml; words:
 speech_commands_mini (many speakers) against bench/grammars/words.yaml. Every clip is
@@ -15,9 +16,10 @@ mixed at each SNR; errors of the clean pass go to stderr; --grammar replaces the
 coffee: ../shared/data/grammars/coffee_maker.yaml spoken by held-out synthetic voices inside
 long silent clips (see coffee()).
 speed: one CPU thread, file in to intent out, median over clips, ours (--model: Whisper or a
-from-scratch run) and, for Whisper, CTranslate2's in the same run (same weights, float32,
-greedy, same features; --ct2-context: also the grammar's context in its prompt, as ours reads
-it; unconstrained, a list of 20 words as context makes it ramble on). Prints JSON.
+from-scratch run; --precision, --beam) and, for Whisper, CTranslate2's in the same run (same
+weights at --ct2-type, default int8, its fastest on a CPU; the same beam and features;
+--ct2-context: also the grammar's context in its prompt, as ours reads it; unconstrained, a
+list of 20 words as context makes it ramble on). Prints JSON.
 """
 
 from __future__ import annotations
@@ -157,18 +159,22 @@ def coffee(count: int, snrs: list[float], config: ListenerConfig, seed: int) -> 
 
 
 def speed(
-    count: int, recorded: bool = False, ct2_context: bool = False, model: str = "whisper-tiny.en"
+    count: int,
+    config: ListenerConfig,
+    recorded: bool = False,
+    ct2_context: bool = False,
+    ct2_type: str = "int8",
 ) -> dict:
-    """One thread each: our transcription (features, encoder, greedy, grammar) and CTranslate2's
-    generate on the same features; file in to intent JSON out for ours. recorded: 2-5 s
-    appointment commands in a real recorded voice (voice/recorded.py) instead of 1-s words."""
+    """One thread each: our Listener (features, encoder, the grammar-constrained beam, the
+    confidence; file in to intent JSON out) and CTranslate2's generate on the same features
+    with the same beam, at `ct2_type`. recorded: 2-5 s appointment commands in a real
+    recorded voice (voice/recorded.py) instead of 1-s words."""
     import ctranslate2
     import numpy as np
 
     from glassformer.audio.features import compute_features
     from glassformer.audio.io import SAMPLE_RATE, load_audio
-    from glassformer.tasks.speech.inference import transcribe_file
-    from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.speech.pretrained import installed_models
 
     torch.set_num_threads(1)
@@ -183,23 +189,25 @@ def speed(
         for path, wav in zip(files, wavs, strict=True):
             path.write_bytes(wav)
     seconds = [len(load_audio(path)) / SAMPLE_RATE for path in files]
-    speech = load_speech_model(model, grammar=grammar)
+    listener = Listener(grammar=grammar, config=config)
+    speech, beam = listener.speech, config.beam_size
     theirs = None  # CTranslate2 runs only Whisper's weights
-    if model == "whisper-tiny.en":
+    if config.model == "whisper-tiny.en":
         theirs = ctranslate2.models.Whisper(
-            str(installed_models()[model]), compute_type="float32", intra_threads=1
+            str(installed_models()[config.model]), compute_type=ct2_type, intra_threads=1
         )
+    listener.understand_file(files[0])  # warm-up: the vocabulary's reading, allocator pools
     ours_times, their_times = [], []
     for path in files:
         start = time.perf_counter()
-        json.dumps(transcribe_file(speech, path, 1, constrain=True).__dict__)
+        json.dumps(listener.understand_file(path).to_json())
         ours_times.append(time.perf_counter() - start)
         if theirs is None:
             continue
         start = time.perf_counter()
         features = compute_features(torch.from_numpy(load_audio(path)), speech.features)
         storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None].numpy()))
-        theirs.generate(storage, [speech.start if ct2_context else speech.prompt], beam_size=1)
+        theirs.generate(storage, [speech.start if ct2_context else speech.prompt], beam_size=beam)
         their_times.append(time.perf_counter() - start)
     ours = statistics.median(ours_times)
     result = {
@@ -226,6 +234,10 @@ def main() -> None:
     parser.add_argument("--model", default="whisper-tiny.en", help="a name or a run directory")
     parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
     parser.add_argument("--window-step", type=float, help="the encoder window, seconds")
+    parser.add_argument("--beam", type=int, help="beam size (default: the Listener's, 4)")
+    parser.add_argument(
+        "--ct2-type", default="int8", help="speed: CTranslate2's compute_type (its fastest: int8)"
+    )
     parser.add_argument(
         "--recorded", action="store_true", help="speed: 2-5 s real-voice appointment commands"
     )
@@ -233,15 +245,18 @@ def main() -> None:
         "--ct2-context", action="store_true", help="speed: CTranslate2 reads the context too"
     )
     args = parser.parse_args()
-    if args.what == "speed":
-        result = speed(args.clips, args.recorded, args.ct2_context, args.model)
-        print(json.dumps({args.what: result, "model": args.model}, indent=1))
-        return
     from glassformer.tasks.speech.config import ListenerConfig
 
     config = ListenerConfig(
-        model=args.model, precision=args.precision, window_step=args.window_step
-    )  # beam 4, the model's own threshold: the defaults every door uses
+        model=args.model,
+        precision=args.precision,
+        window_step=args.window_step,
+        **({"beam_size": args.beam} if args.beam else {}),
+    )  # else beam 4, the model's own threshold: the defaults every door uses
+    if args.what == "speed":
+        result = speed(args.clips, config, args.recorded, args.ct2_context, args.ct2_type)
+        print(json.dumps({args.what: result, "config": str(config)}, indent=1))
+        return
     if args.what == "coffee":
         result = coffee(args.clips, args.snr, config, args.seed)
     elif args.what == "digits":

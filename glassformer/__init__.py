@@ -7,6 +7,8 @@ The public API is small and imports torch only when called:
     glassformer.from_whisper(source) -> our SpeechTransformer holding a Whisper's weights:
                                         whisper-tiny.en, a CTranslate2 or Hugging Face
                                         directory, an OpenAI .pt, a transformers model
+    glassformer.Listener(model, grammar=...) -> spoken commands to intents, whole clips
+                                        (understand) or a live stream (process)
 
 A GPT called on token ids of shape (B, T) returns logits of shape (B, T, V).
 """
@@ -22,9 +24,19 @@ if TYPE_CHECKING:
 
     from glassformer.models.gpt import GPT
     from glassformer.models.speech import SpeechTransformer
+    from glassformer.tasks.speech.listener import Listener  # noqa: F401
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "from_hf_gpt2", "from_whisper", "load"]
+__all__ = ["Listener", "__version__", "from_hf_gpt2", "from_whisper", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    """glassformer.Listener, imported (with torch) only when first used."""
+    if name == "Listener":
+        from glassformer.tasks.speech.listener import Listener
+
+        return Listener
+    raise AttributeError(f"module 'glassformer' has no attribute {name!r}")
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -173,6 +174,8 @@ def test_the_microphone_end_to_end(browser, server: str, tmp_path: Path) -> None
     wait_for(browser, lambda d: result.get_attribute("data-state") != "empty", 90)
     assert result.get_attribute("data-intent") == "word", browser.find_element("id", "error").text
     assert browser.find_element("id", "result-slots").text == '{"word":"nine"}'
+    latency = browser.find_element("id", "result-latency").text  # the streamed command's
+    assert re.fullmatch(r"understood \d+ ms after you stopped", latency), latency
     canvas = browser.find_element("id", "speech-canvas")
     wait_for(browser, lambda d: canvas.get_attribute("data-drawn") == "1")
     browser.save_screenshot(str(tmp_path / "microphone.png"))

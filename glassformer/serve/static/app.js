@@ -120,11 +120,15 @@ function showResult(result) {
   $("result-intent").textContent = result.intent || "not a command";
   $("result-slots").textContent = JSON.stringify(result.slots);
   $("result-confidence").textContent = result.confidence.toFixed(2);
+  // a streamed command: how long after the speaker stopped the answer was there
+  const after = result.latency_ms === undefined ? "" :
+    `understood ${Math.round(result.latency_ms)} ms after you stopped`;
+  $("result-latency").textContent = after || "–";
   $("result").dataset.state = result.accepted ? "accepted" : "rejected";
   $("result").dataset.intent = result.intent || "";
   const line = document.createElement("div");
   line.textContent = `${result.intent || "-"} ${JSON.stringify(result.slots)} "${result.text}" ` +
-    `(${result.audio_seconds} s, ${result.elapsed_ms} ms)`;
+    `(${result.audio_seconds} s, ${after || `${result.elapsed_ms} ms`})`;
   $("history").prepend(line);
 }
 

@@ -29,7 +29,8 @@ class ListenerConfig:
     beam_size: int = 4  # beams of the search (1 = greedy); 4 as Whisper and CTranslate2
     reject_below: float | None = None  # 0-1: constrained results below are rejected; None:
     # the model's own (0.3 for models trained here, 0.01 for Whisper)
-    precision: str = "float32"  # float32, or int8: linear weights in int8, as CTranslate2's CPU
+    precision: str = "float32"  # float32, or int8: the decoder's weights in int8, 3x faster
+    # (CTranslate2's CPU default; its accuracy: docs/benchmarks.md)
     window_step: float | None = None  # encoder window, seconds: pad to the next multiple;
     # None: the model's own (Whisper: 10, measured as accurate as 30)
     constrain: bool = True  # with a grammar, the beam writes only sentences of the grammar
