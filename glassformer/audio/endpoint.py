@@ -10,8 +10,9 @@ estimate of the background noise:
                      or earlier when the caller says so (finish(): the Listener ends a
                      command the grammar finds complete after a short silence)
     its audio        from the pre-roll to tail_ms after the last speech frame, however long
-                     the silence that ended it: so the clip is known tail_ms after the
-                     speaker stops, and work done on it then is the final clip's work
+                     the silence that ended it (complete_tail_ms for a command the caller
+                     ends as complete): so the clip is known that long after the speaker
+                     stops, and work done on it then is the final clip's work
 
 The noise floor is the quietest frame of the last floor_seconds (minimum statistics): a
 steady fan or a cafe's murmur becomes the floor within that time, even when the stream starts
@@ -46,7 +47,9 @@ class EndpointConfig:
     start_ms: int = 60  # this much speech in a row starts a command
     end_ms: int = 600  # this much non-speech in a row ends a command that may go on
     # 300: at 200 a soft word end in fridge noise at 10 dB SNR fell outside (tests/audio)
-    tail_ms: int = 300  # audio kept after the last speech frame; a complete command ends here
+    tail_ms: int = 300  # audio kept after the last speech frame of a command
+    # 150: the shorter tail of a command the grammar finds complete, so that it ends sooner
+    complete_tail_ms: int = 150  # a complete command's audio ends this long after its speech
     grammar_aware: bool = True  # end a command the grammar finds complete after tail_ms
     end_likely: float = 0.5  # ... when the model's probability of the end is at least this
     pre_roll_ms: int = 300  # audio kept from before the start (soft first sounds)
@@ -55,7 +58,7 @@ class EndpointConfig:
     floor_seconds: float = 3.0  # the noise floor is the quietest frame of this much past audio
 
     def __post_init__(self) -> None:
-        require_positive(self, "frame_ms", "start_ms", "end_ms", "tail_ms")
+        require_positive(self, "frame_ms", "start_ms", "end_ms", "tail_ms", "complete_tail_ms")
         require_positive_number(self, "margin_db", "floor_seconds", "cut_after_seconds")
         if self.min_level_db >= 0:
             raise ConfigError(f"min_level_db={self.min_level_db} must be below 0 dB full scale")
@@ -64,8 +67,11 @@ class EndpointConfig:
                 f"pre_roll_ms={self.pre_roll_ms} and min_speech_ms={self.min_speech_ms} "
                 "must be >= 0"
             )
-        if self.tail_ms > self.end_ms:
-            raise ConfigError(f"tail_ms={self.tail_ms} must be at most end_ms={self.end_ms}")
+        if not self.complete_tail_ms <= self.tail_ms <= self.end_ms:
+            raise ConfigError(
+                f"complete_tail_ms={self.complete_tail_ms} <= tail_ms={self.tail_ms} <= "
+                f"end_ms={self.end_ms} must hold"
+            )
         if not 0.0 <= self.end_likely <= 1.0:  # also refuses nan
             raise ConfigError(f"end_likely={self.end_likely} must be between 0 and 1")
 
@@ -116,6 +122,10 @@ class Endpointer:
     @property
     def in_command(self) -> bool:
         return bool(self.command)
+
+    def whole_frames(self, ms: int) -> int:
+        """`ms` rounded up to whole frames, in ms (the clip lengths a pause passes through)."""
+        return math.ceil(ms / self.config.frame_ms) * self.config.frame_ms
 
     @property
     def silence_ms(self) -> int:
@@ -173,20 +183,22 @@ class Endpointer:
             return self.finish()
         return None
 
-    def heard(self) -> tuple[np.ndarray, int]:
+    def heard(self, tail_ms: int | None = None) -> tuple[np.ndarray, int]:
         """The command under way as it would end now: its audio (up to tail_ms after the
-        last speech frame) and the stream index where that audio starts.
+        last speech frame; None: the config's) and the stream index where it starts.
 
         Shapes:
             returns: (L,), int
         """
-        kept = self.command[: self.last_speech + self.tail_frames]
+        tail = self.tail_frames if tail_ms is None else math.ceil(tail_ms / self.config.frame_ms)
+        kept = self.command[: self.last_speech + tail]
         start = self.position - len(self.command) * self.frame
         return np.concatenate(kept), start
 
-    def finish(self) -> Command | None:
-        """End the command under way; None when it had too little speech to count."""
-        waveform, start = self.heard()  # (L,)
+    def finish(self, tail_ms: int | None = None) -> Command | None:
+        """End the command under way, its audio tail_ms after its last speech frame (None:
+        the config's); None when it had too little speech to count."""
+        waveform, start = self.heard(tail_ms)  # (L,)
         speech_end = start + self.last_speech * self.frame
         speech_ms = self.speech_frames * self.config.frame_ms
         self.command, self.speech_run, self.silence_run, self.speech_frames = [], 0, 0, 0

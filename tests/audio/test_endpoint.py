@@ -119,5 +119,7 @@ def test_a_command_ends_tail_ms_after_its_last_speech_whatever_the_wait() -> Non
 def test_endpoint_config_refuses_a_tail_longer_than_the_wait() -> None:
     with pytest.raises(ValueError, match="tail_ms=700"):
         EndpointConfig(tail_ms=700, end_ms=600)
+    with pytest.raises(ValueError, match="complete_tail_ms=400"):
+        EndpointConfig(complete_tail_ms=400, tail_ms=300)
     with pytest.raises(ValueError, match="end_likely"):
         EndpointConfig(end_likely=float("nan"))

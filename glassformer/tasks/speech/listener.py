@@ -6,15 +6,17 @@
         if result: print(result.intent, result.slots, result.latency_ms)
     listener.understand(waveform)                  # one whole clip -> the same Result
 
-Streaming works while the speaker talks, so that little is left when they stop. The
-endpointer (audio/endpoint.py) fixes a command's audio at tail_ms after its last speech
-frame; at that moment the Listener decodes that very clip (encoder, constrained beam,
-confidence) and keeps the result. If the speaker goes on, the result is dropped; if not,
-the command ends with the result already there:
-  * at once, when the grammar-aware rule finds the command complete: the grammar accepts
-    the words and the model finds the end likely (end_probability >= end_likely), or the
-    grammar allows nothing after them;
-  * else after end_ms of silence (the command may go on: "a large coffee ... with milk").
+Streaming works in the speaker's pauses, so that little is left when they stop. The
+endpointer (audio/endpoint.py) cuts a command's audio a fixed time after its last speech
+frame, however long the silence that ends it: complete_tail_ms (150) for a command ended as
+complete, tail_ms (300) otherwise. At each of those moments of a pause the Listener decodes
+that very clip (encoder, constrained beam, confidence):
+  * if the grammar-aware rule finds it complete (the grammar accepts the words and the model
+    finds the end likely, end_probability >= end_likely, or the grammar allows nothing
+    after them), the command ends there, its result already computed;
+  * else the result at tail_ms is kept, and the command ends after end_ms of silence with
+    it (the command may go on: "a large coffee ... with milk"); if the speaker goes on,
+    the result is dropped.
 Either way the result is understand() of the command's audio, computed early: streaming
 equals decoding the finished clip by construction (tested).
 
@@ -235,12 +237,15 @@ class Listener:
         return self.ready.popleft() if self.ready else None
 
     def think_ahead(self) -> Command | None:
-        """In a pause of tail_ms: decode the command as it would end now; end it at once if
-        the grammar finds it complete. Returns the command if it ends here."""
+        """In a pause: decode the command as it would end now, at complete_tail_ms (ended at
+        once if the grammar finds it complete) and at tail_ms (kept for the end after end_ms,
+        or ended at once too if complete). Returns the command if it ends here."""
         endpointer, c = self.endpointer, self.config.endpoint
-        if endpointer.silence_ms != endpointer.tail_frames * c.frame_ms:
-            return None  # only at the moment the clip is fixed (speech resumed: again later)
-        waveform, start = endpointer.heard()
+        tails = [c.tail_ms, *([c.complete_tail_ms] if c.grammar_aware else [])]
+        tail = next((t for t in tails if endpointer.silence_ms == endpointer.whole_frames(t)), None)
+        if tail is None:
+            return None  # only when a clip is fixed (speech resumed: again at the next pause)
+        waveform, start = endpointer.heard(tail)
         key = (start, start + len(waveform))
         if self.early is None or self.early[0] != key:
             try:
@@ -248,7 +253,7 @@ class Listener:
             except GlassformerError:
                 return None  # the final clip's own attempt will say what is wrong
         if c.grammar_aware and self.is_complete(self.early[1]):
-            return endpointer.finish()
+            return endpointer.finish(tail)
         return None
 
     def is_complete(self, result: Result) -> bool:
