@@ -3,6 +3,7 @@ would give them, and the time from the last spoken word to the result.
 
     .venv/bin/python bench/bench_listen.py [--set appointments|coffee] [--clips 24]
         [--threads 2] [--busy] [--precision float32|int8] [--fixed-wait] [--tail-ms MS]
+        [--complete-tail-ms MS] [--end-likely P] [--end-ms MS]
         [--socket]   (through `glassformer serve`'s listening socket, paced in real time)
 
 The clips: appointments: 2-5 s commands of the demo's grammar in a real recorded voice
@@ -102,7 +103,13 @@ def run_listener(args: argparse.Namespace, clips: list, rows: list, grammar: str
     from glassformer.tasks.speech.listener import Listener
 
     torch.set_num_threads(args.threads)
-    endpoint = EndpointConfig(grammar_aware=not args.fixed_wait, tail_ms=args.tail_ms)
+    endpoint = EndpointConfig(
+        grammar_aware=not args.fixed_wait,
+        tail_ms=args.tail_ms,
+        complete_tail_ms=min(args.complete_tail_ms, args.tail_ms),
+        end_likely=args.end_likely,
+        end_ms=args.end_ms,
+    )
     listener = Listener(args.model, grammar, precision=args.precision, endpoint=endpoint)
     listener.understand(clips[0])  # warm-up: the vocabulary reading, the allocator's pools
     latencies, right, extra, missed = [], 0, 0, 0
@@ -186,6 +193,8 @@ def run_socket(args: argparse.Namespace, clips: list, rows: list, grammar: str) 
 
 
 def main() -> None:
+    from glassformer.audio.endpoint import EndpointConfig
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="appointments", choices=["appointments", "coffee"])
     parser.add_argument("--clips", type=int, default=24)
@@ -193,7 +202,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
     parser.add_argument("--fixed-wait", action="store_true", help="no grammar-aware ends")
-    parser.add_argument("--tail-ms", type=int, default=300)
+    parser.add_argument("--tail-ms", type=int, default=EndpointConfig.tail_ms)
+    parser.add_argument("--complete-tail-ms", type=int, default=EndpointConfig.complete_tail_ms)
+    parser.add_argument("--end-likely", type=float, default=EndpointConfig.end_likely)
+    parser.add_argument("--end-ms", type=int, default=EndpointConfig.end_ms)
     parser.add_argument("--busy", action="store_true", help="a busy process beside it")
     parser.add_argument("--socket", action="store_true", help="through the listening socket")
     args = parser.parse_args()
