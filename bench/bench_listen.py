@@ -2,7 +2,7 @@
 would give them, and the time from the last spoken word to the result.
 
     .venv/bin/python bench/bench_listen.py [--set appointments|coffee] [--clips 24]
-        [--threads 2] [--busy] [--precision float32|int8] [--fixed-wait] [--tail-ms MS]
+        [--threads 2] [--busy] [--precision float32|int8] [--grammar-aware] [--tail-ms MS]
         [--complete-tail-ms MS] [--end-likely P] [--end-ms MS]
         [--socket]   (through `glassformer serve`'s listening socket, paced in real time)
 
@@ -104,7 +104,7 @@ def run_listener(args: argparse.Namespace, clips: list, rows: list, grammar: str
 
     torch.set_num_threads(args.threads)
     endpoint = EndpointConfig(
-        grammar_aware=not args.fixed_wait,
+        grammar_aware=args.grammar_aware,
         tail_ms=args.tail_ms,
         complete_tail_ms=min(args.complete_tail_ms, args.tail_ms),
         end_likely=args.end_likely,
@@ -183,7 +183,7 @@ def run_socket(args: argparse.Namespace, clips: list, rows: list, grammar: str) 
 
     from bench_serve import start_server
 
-    server, url = start_server(args.model, grammar, 1)
+    server, url = start_server(args.model, grammar, 1, ("--precision", args.precision))
     try:
         socket_url = url.replace("http://", "ws://") + "/v1/listen"
         return asyncio.run(socket_latencies(socket_url, clips, rows))
@@ -201,7 +201,12 @@ def main() -> None:
     parser.add_argument("--model", default="whisper-tiny.en")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
-    parser.add_argument("--fixed-wait", action="store_true", help="no grammar-aware ends")
+    parser.add_argument(
+        "--grammar-aware",
+        action=argparse.BooleanOptionalAction,
+        default=EndpointConfig.grammar_aware,
+        help="end a command the grammar finds complete after complete_tail_ms",
+    )
     parser.add_argument("--tail-ms", type=int, default=EndpointConfig.tail_ms)
     parser.add_argument("--complete-tail-ms", type=int, default=EndpointConfig.complete_tail_ms)
     parser.add_argument("--end-likely", type=float, default=EndpointConfig.end_likely)

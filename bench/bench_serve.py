@@ -77,12 +77,14 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-def start_server(speech: str, grammar: str, max_batch: int) -> tuple[subprocess.Popen, str]:
+def start_server(
+    speech: str, grammar: str, max_batch: int, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "glassformer", "serve", "--port", str(port)]
-    command += ["--speech", speech, "--grammar", grammar, "--max-batch", str(max_batch)]
+    command += ["--speech", speech, "--grammar", grammar, "--max-batch", str(max_batch), *extra]
     server = subprocess.Popen(command)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

@@ -35,6 +35,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         "grammars": args.grammar,
         "lm": args.lm,
         "translation": args.translation,
+        "precision": args.precision,
     }
     print(f"# glassformer serve: {json.dumps(config_to_dict(config))}", flush=True)
     sock = bind_socket(config.host, config.port)  # before the models load, which take a while
@@ -123,6 +124,14 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
         default=[],
         help="a command grammar, chosen by requests as ?grammar=STEM; repeat for several "
         "(default: the checkpoint's own, else voice/grammars/desktop.yaml)",
+    )
+    from glassformer.tasks.speech.config import PRECISIONS, ListenerConfig
+
+    serve.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=ListenerConfig.precision,  # the one default every speech door reads
+        help="the speech model's decoder weights: int8 is about 3x faster (docs/benchmarks.md)",
     )
     serve.add_argument("--lm", metavar="DIR", help="a language-model run or checkpoint directory")
     serve.add_argument(

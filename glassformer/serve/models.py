@@ -50,14 +50,16 @@ def grammar_names(paths: list[str]) -> dict[str, Path]:
     return names
 
 
-def load_speech(source: str, grammar_paths: list[str], device: str) -> dict[str, Listener]:
+def load_speech(
+    source: str, grammar_paths: list[str], device: str, precision: str = "float32"
+) -> dict[str, Listener]:
     """A Listener per grammar, all on one loaded network: the given files, else the
     checkpoint's own grammar, else the packaged default (voice/grammars/desktop.yaml)."""
     from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.speech.vocabulary import grammar_constraint
     from glassformer.voice.grammar import Grammar
 
-    first = Listener(source, device=device)
+    first = Listener(source, device=device, precision=precision)
     if grammar_paths:
         grammars = {name: Grammar.from_yaml(p) for name, p in grammar_names(grammar_paths).items()}
     elif first.grammar is not None:
@@ -76,13 +78,14 @@ def load_models(
     lm: str | None,
     translation: str | None,
     device: str = "cpu",
+    precision: str = "float32",
 ) -> ServedModels:
     """Load what was asked for; a bad path or name is a one-line GlassformerError."""
     if grammars and speech is None:
         raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
     served = ServedModels()
     if speech is not None:
-        served.speech = load_speech(speech, grammars, device)
+        served.speech = load_speech(speech, grammars, device, precision)
         served.sources["speech"] = speech
     if lm is not None:
         from glassformer.tasks.lm.inference import load_lm
