@@ -17,6 +17,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from glassformer.configs import config_from_dict, config_to_dict, flag_overrides
     from glassformer.errors import GlassformerError
     from glassformer.serve.config import EndpointConfig, ServeConfig
+    from glassformer.tasks.speech.config import ListenerConfig
 
     config = config_from_dict(ServeConfig, flag_overrides(args, ServeConfig))
     endpoint = config_from_dict(EndpointConfig, flag_overrides(args, EndpointConfig))
@@ -35,7 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         "grammars": args.grammar,
         "lm": args.lm,
         "translation": args.translation,
-        "precision": args.precision,
+        "precision": args.precision or ListenerConfig.precision,
     }
     print(f"# glassformer serve: {json.dumps(config_to_dict(config))}", flush=True)
     sock = bind_socket(config.host, config.port)  # before the models load, which take a while
@@ -98,6 +99,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) -> None:
+    from glassformer.cli.voice import add_precision_flag
+
     """`serve`. Its flags come from torch-free dataclasses (serve/config.py)."""
     from glassformer.configs import add_config_flags
     from glassformer.serve.config import EndpointConfig, ServeConfig
@@ -125,14 +128,7 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
         help="a command grammar, chosen by requests as ?grammar=STEM; repeat for several "
         "(default: the checkpoint's own, else voice/grammars/desktop.yaml)",
     )
-    from glassformer.tasks.speech.config import PRECISIONS, ListenerConfig
-
-    serve.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default=ListenerConfig.precision,  # the one default every speech door reads
-        help="the speech model's decoder weights: int8 is about 3x faster (docs/benchmarks.md)",
-    )
+    add_precision_flag(serve)  # the speech model's, as `transcribe` takes it
     serve.add_argument("--lm", metavar="DIR", help="a language-model run or checkpoint directory")
     serve.add_argument(
         "--translation", metavar="DIR", help="a translation run or checkpoint directory"

@@ -145,6 +145,18 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
         print(json.dumps(results, indent=1))
 
 
+def add_precision_flag(parser: argparse.ArgumentParser) -> None:
+    """--precision float32|int8 (the ListenerConfig's default when not given)."""
+    from glassformer.configs import field_comments
+    from glassformer.tasks.speech.config import PRECISIONS, ListenerConfig
+
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help=f"{field_comments(ListenerConfig)['precision']} (default: {ListenerConfig.precision})",
+    )
+
+
 def add_listener_flags(parser: argparse.ArgumentParser) -> None:
     """--grammar, --constrain, --reject-below, --beam, --precision, --window-step, --device:
     the ListenerConfig's settings, with its defaults (one source for every speech door)."""
@@ -169,11 +181,7 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--beam", type=int, help=f"{help_of['beam_size']} (default: {default.beam_size})"
     )
-    parser.add_argument(
-        "--precision",
-        choices=["float32", "int8"],
-        help=f"{help_of['precision']} (default: {default.precision})",
-    )
+    add_precision_flag(parser)
     parser.add_argument(
         "--window-step",
         type=float,
