@@ -60,7 +60,7 @@ def demo_noise() -> tuple[np.ndarray, str]:
     cafe = SHARED_NOISE / "cafe.wav"
     if cafe.is_file():
         return load_audio(cafe), "cafe noise"
-    white = np.random.default_rng(0).standard_normal(16_000 * 10)
+    white = np.random.default_rng(0).standard_normal(SAMPLE_RATE * 10)
     return np.cumsum(white).astype(np.float32) * 0.01, "generated noise"
 
 

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from glassformer.audio.io import SAMPLE_RATE  # noqa: F401 - streams are 16 kHz, as files become
 from glassformer.configs import require_positive, require_positive_number
 from glassformer.errors import ConfigError
-
-SAMPLE_RATE = 16_000  # samples per second of every stream
 
 
 @dataclass(frozen=True)

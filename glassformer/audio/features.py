@@ -38,11 +38,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from glassformer.audio.io import SAMPLE_RATE  # 16,000 Hz: one definition, audio/io.py
 from glassformer.audio.mel import dct_matrix, mel_filterbank
 from glassformer.configs import require_choice, require_positive
 from glassformer.errors import ConfigError
 
-SAMPLE_RATE = 16_000  # Hz
 N_FFT = 400  # samples per frame: 25 ms at 16 kHz
 HOP_LENGTH = 160  # samples between frames: 10 ms at 16 kHz
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100

@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-DEFAULT_GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
+from glassformer.voice.grammar import DEFAULT_GRAMMAR
+
 DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from glassformer.audio.io import SAMPLE_RATE
 from glassformer.explain.attention_maps import (
     AttentionMaps,
     gpt_attention,
@@ -46,7 +47,7 @@ def as_json(name: str, maps: AttentionMaps) -> dict[str, Any]:
         "probs": probs.tolist(),
     }
     if maps.waveform is not None:
-        kind["audio_seconds"] = len(maps.waveform) / 16_000
+        kind["audio_seconds"] = len(maps.waveform) / SAMPLE_RATE
         kind["waveform_peaks"] = waveform_peaks(maps.waveform, PEAKS)
     return kind
 

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from glassformer.errors import GlassformerError
+from glassformer.voice.grammar import DEFAULT_GRAMMAR
 
 if TYPE_CHECKING:
     from glassformer.tasks.speech.listener import Listener
-
-DEFAULT_GRAMMAR = Path(__file__).resolve().parents[1] / "voice" / "grammars" / "desktop.yaml"
 
 
 @dataclass

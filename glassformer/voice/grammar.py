@@ -57,6 +57,8 @@ WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters, apostrophes: tasks/speech's GR
 ACCEPT = -1  # the automaton's state after a whole sentence
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 
+DEFAULT_GRAMMAR = Path(__file__).resolve().parent / "grammars" / "desktop.yaml"  # the article's
+
 
 def normalize(text: str) -> str:
     """Lower case, apostrophes kept, other punctuation dropped, single spaces."""
