@@ -36,6 +36,9 @@ $(STAMP): pyproject.toml Makefile
 	  apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e '.[dev]'
+	@# Silero VAD's ONNX model (audio/vad.py): its wheel asks for torchaudio, which would replace
+	@# torch, so it is installed without its dependencies; onnxruntime runs the model
+	$(PY) -m pip install -q onnxruntime && $(PY) -m pip install -q --no-deps silero-vad
 	$(PY) -m glassformer.corpora install
 	@touch $@
 

@@ -3,7 +3,7 @@ would give them, and the time from the last spoken word to the result.
 
     .venv/bin/python bench/bench_listen.py [--set appointments|coffee] [--clips 24]
         [--threads 2] [--busy] [--precision float32|int8] [--grammar-aware] [--tail-ms MS]
-        [--complete-tail-ms MS] [--end-likely P] [--end-ms MS]
+        [--complete-tail-ms MS] [--end-likely P] [--end-ms MS] [--detector energy|silero]
         [--socket]   (through `glassformer serve`'s listening socket, paced in real time)
 
 The clips: appointments: 2-5 s commands of the demo's grammar in a real recorded voice
@@ -109,6 +109,7 @@ def run_listener(args: argparse.Namespace, clips: list, rows: list, grammar: str
         complete_tail_ms=min(args.complete_tail_ms, args.tail_ms),
         end_likely=args.end_likely,
         end_ms=args.end_ms,
+        detector=args.detector,
     )
     listener = Listener(args.model, grammar, precision=args.precision, endpoint=endpoint)
     listener.understand(clips[0])  # warm-up: the vocabulary reading, the allocator's pools
@@ -211,6 +212,7 @@ def main() -> None:
     parser.add_argument("--complete-tail-ms", type=int, default=EndpointConfig.complete_tail_ms)
     parser.add_argument("--end-likely", type=float, default=EndpointConfig.end_likely)
     parser.add_argument("--end-ms", type=int, default=EndpointConfig.end_ms)
+    parser.add_argument("--detector", default=EndpointConfig.detector, choices=["energy", "silero"])
     parser.add_argument("--busy", action="store_true", help="a busy process beside it")
     parser.add_argument("--socket", action="store_true", help="through the listening socket")
     args = parser.parse_args()

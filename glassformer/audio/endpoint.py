@@ -18,7 +18,9 @@ The noise floor is the quietest frame of the last floor_seconds (minimum statist
 steady fan or a cafe's murmur becomes the floor within that time, even when the stream starts
 with it, while a command, whose words have quieter stretches between them and quiet before
 them, does not. Commands with less than min_speech_ms of speech (a click, a door) are
-dropped. Not here: spectral or learned voice-activity detection, and echo cancellation.
+dropped. With detector="silero" a trained voice-activity detector (audio/vad.py) says which
+frames are speech instead (measured side by side: docs/benchmarks.md). Not here: echo
+cancellation.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import numpy as np
 from glassformer.audio.io import SAMPLE_RATE  # noqa: F401 - streams are 16 kHz, as files become
 from glassformer.configs import require_positive, require_positive_number
 from glassformer.errors import ConfigError
+
+DETECTORS = ("energy", "silero")  # speech frames by energy over the floor, or Silero VAD
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class EndpointConfig:
     min_speech_ms: int = 150  # commands with less speech than this are dropped (a click)
     cut_after_seconds: float = 15.0  # a command is cut here even if the speech goes on
     floor_seconds: float = 3.0  # the noise floor is the quietest frame of this much past audio
+    # energy: silero ended commands in cafe babble (energy: never) but missed 2 of 6 words
+    detector: str = "energy"  # what says a frame is speech: energy, or silero (audio/vad.py)
+    speech_probability: float = 0.5  # silero: a frame is speech at this probability or more
 
     def __post_init__(self) -> None:
         require_positive(self, "frame_ms", "start_ms", "end_ms", "tail_ms", "complete_tail_ms")
@@ -74,6 +81,10 @@ class EndpointConfig:
                 f"complete_tail_ms={self.complete_tail_ms} <= tail_ms={self.tail_ms} <= "
                 f"end_ms={self.end_ms} must hold"
             )
+        if self.detector not in DETECTORS:
+            raise ConfigError(f"detector={self.detector!r} must be one of {', '.join(DETECTORS)}")
+        if not 0.0 < self.speech_probability < 1.0:  # also refuses nan
+            raise ConfigError(f"speech_probability={self.speech_probability} must be in (0, 1)")
         if not 0.0 <= self.end_likely <= 1.0:  # also refuses nan
             raise ConfigError(f"end_likely={self.end_likely} must be between 0 and 1")
 
@@ -120,6 +131,11 @@ class Endpointer:
         self.position = 0  # samples consumed as whole frames so far
         self.speech_run = self.silence_run = self.speech_frames = 0
         self.last_speech = 0  # index in self.command of the frame after the last speech frame
+        self.vad = None
+        if c.detector == "silero":
+            from glassformer.audio.vad import SileroVAD
+
+            self.vad = SileroVAD()
 
     @property
     def in_command(self) -> bool:
@@ -166,7 +182,11 @@ class Endpointer:
         c = self.config
         level = frame_level(frame)
         self.levels.append(level)
-        is_speech = level > max(min(self.levels) + c.margin_db, c.min_level_db)
+        if self.vad is not None:  # the latest 32-ms window's probability
+            self.vad.feed(frame)
+            is_speech = self.vad.probability >= c.speech_probability and level > c.min_level_db
+        else:
+            is_speech = level > max(min(self.levels) + c.margin_db, c.min_level_db)
         self.position += len(frame)
         if not self.command:
             self.recent.append(frame)

@@ -123,3 +123,27 @@ def test_endpoint_config_refuses_a_tail_longer_than_the_wait() -> None:
         EndpointConfig(complete_tail_ms=400, tail_ms=300)
     with pytest.raises(ValueError, match="end_likely"):
         EndpointConfig(end_likely=float("nan"))
+
+
+def test_the_silero_detector_hears_a_real_word_and_not_silence_or_a_fan() -> None:
+    """Silero VAD (audio/vad.py, the silero-vad wheel's ONNX model): a real spoken word is
+    speech, digital silence and steady noise are not; as the endpointer's detector it finds
+    the word as one command."""
+    from glassformer.audio.io import load_audio
+    from glassformer.audio.vad import SileroVAD, has_silero
+
+    if not has_silero():
+        pytest.skip("silero-vad and onnxruntime are not installed (make setup installs them)")
+    word = load_audio(real_clip("speech/speech_commands_mini/nine/fa446c16_nohash_0.wav"))
+    word = word / np.abs(word).max() * 0.3
+    vad = SileroVAD()
+    assert max(vad.feed(np.concatenate([np.zeros(SECOND, np.float32), word]))) > 0.9
+    vad.reset()
+    assert max(vad.feed(np.zeros(SECOND, np.float32))) < 0.1
+    vad.reset()
+    assert max(vad.feed(noise(2.0, 0.03))) < 0.5
+    stream = np.concatenate([noise(1.0, 0.001), word, noise(2.0, 0.001, seed=1)])
+    [command] = endpoint(stream.astype(np.float32), config=EndpointConfig(detector="silero"))
+    assert command.start <= SECOND <= command.speech_end <= SECOND + len(word) + SECOND // 2
+    with pytest.raises(ValueError, match="detector='x'"):
+        EndpointConfig(detector="x")
