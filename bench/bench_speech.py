@@ -3,7 +3,7 @@ command accuracy on real recordings after training on synthesized speech only.
 
     .venv/bin/python bench/bench_speech.py speed      # features (below) + synthesis speed
     .venv/bin/python bench/bench_speech.py features   # MFCC and log-mel against librosa
-    .venv/bin/python bench/bench_speech.py latency  [--run runs/demo]   # after make demo
+    .venv/bin/python bench/bench_speech.py latency  [--run runs/demo] --data DATA_DIR  # its clips
     .venv/bin/python bench/bench_speech.py digits   [--steps N]   # FSDD, 6 real speakers
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
     .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
@@ -21,6 +21,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -108,11 +109,16 @@ def speed() -> dict:
     return result
 
 
-REUSE = False  # --reuse: transcribe with the run already trained, if there is one
-DATA_FIELDS: dict = {}  # --set FIELD=VALUE: SpeechDataConfig overrides (ablations)
+@dataclass(frozen=True)
+class Recipe:
+    """How the accuracy benchmarks train: the flags, passed down (no module-level state)."""
+
+    steps: int = 1200  # training steps
+    reuse: bool = False  # transcribe with the run already trained, if there is one
+    data_fields: tuple[tuple[str, float], ...] = ()  # SpeechDataConfig overrides (ablations)
 
 
-def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
+def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
     from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
     from glassformer.tasks.speech.training import train_speech
     from glassformer.train.config import TrainConfig
@@ -120,13 +126,13 @@ def train_on(grammar: Path, name: str, steps: int, clips: int) -> Path:
     from glassformer.voice.synth import synthesize
 
     data, run = WORK / f"{name}-data", WORK / f"{name}-run"
-    if REUSE and (run / "last").is_dir():
+    if recipe.reuse and (run / "last").is_dir():
         return run
     synthesize(Grammar.from_yaml(grammar), data, clips, progress=False)
     model_fields, train_fields = SPEECH_PRESETS["small"].model, SPEECH_PRESETS["small"].train
-    config = TrainConfig(**{**train_fields, "steps": steps})
+    config = TrainConfig(**{**train_fields, "steps": recipe.steps})
     noise = str(SHARED / "noise")
-    data_config = SpeechDataConfig(noise_dir=noise, **DATA_FIELDS)
+    data_config = SpeechDataConfig(noise_dir=noise, **dict(recipe.data_fields))
     train_speech(grammar, data, model_fields, config, data_config, run, progress=False)
     return run
 
@@ -180,9 +186,9 @@ def latency(run: Path, data: Path) -> dict:
     return result
 
 
-def digits(steps: int) -> dict:
+def digits(recipe: Recipe) -> dict:
     names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-    run = train_on(ROOT / "bench" / "grammars" / "digits.yaml", "digits", steps, 2500)
+    run = train_on(ROOT / "bench" / "grammars" / "digits.yaml", "digits", recipe, 2500)
     files = sorted((SHARED / "speech" / "fsdd").glob("*.wav"))
     truth = [names[int(p.name.split("_")[0])] + ("|oh" if p.name[0] == "0" else "") for p in files]
     test = [i for i, p in enumerate(files) if int(p.stem.split("_")[2]) < 5]
@@ -194,13 +200,13 @@ def digits(steps: int) -> dict:
     }
 
 
-def words(steps: int) -> dict:
-    run = train_on(ROOT / "bench" / "grammars" / "words.yaml", "words", steps, 2500)
+def words(recipe: Recipe) -> dict:
+    run = train_on(ROOT / "bench" / "grammars" / "words.yaml", "words", recipe, 2500)
     files = sorted((SHARED / "speech" / "speech_commands_mini").glob("*/*.wav"))
     return accuracy(run, files, [p.parent.name for p in files], "word")
 
 
-def coffee(steps: int) -> dict:
+def coffee(recipe: Recipe) -> dict:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.evaluation import is_accepted
@@ -209,7 +215,7 @@ def coffee(steps: int) -> dict:
     from glassformer.voice.synth import read_manifest
 
     grammar = SHARED / "grammars" / "coffee_maker.yaml"
-    run = train_on(grammar, "coffee", steps, 4000)
+    run = train_on(grammar, "coffee", recipe, 4000)
     speech = load_speech_model(run)
     rows = [r for r in read_manifest(WORK / "coffee-data") if r["split"] == "val"][:100]
     cafe = load_audio(SHARED / "noise" / "cafe.wav")
@@ -231,30 +237,26 @@ def main() -> None:
         "what", choices=["speed", "features", "latency", "digits", "words", "coffee"]
     )
     parser.add_argument("--run", default="runs/demo", help="latency: the trained model")
-    parser.add_argument("--data", help="latency: its dataset (default: the demo's cache)")
+    parser.add_argument("--data", help="latency: its dataset (a voice synth folder)")
     parser.add_argument("--steps", type=int, default=1200, help="training steps")
     parser.add_argument("--reuse", action="store_true", help="skip training if a run exists")
     parser.add_argument(
         "--set", action="append", default=[], help="SpeechDataConfig FIELD=NUMBER (ablations)"
     )
     args = parser.parse_args()
-    global REUSE
-    REUSE = args.reuse
-    for assignment in args.set:
-        name, value = assignment.split("=")
-        DATA_FIELDS[name] = float(value)
+    fields = tuple((name, float(value)) for name, value in (a.split("=") for a in args.set))
+    recipe = Recipe(args.steps, args.reuse, fields)
     torch.manual_seed(0)
     if args.what == "speed":
         result = speed()
     elif args.what == "features":
         result = features()
     elif args.what == "latency":
-        from glassformer.corpora import default_cache_root
-
-        data = Path(args.data or default_cache_root() / "voice" / "desktop-2500")
-        result = latency(Path(args.run), data)
+        if not args.data:
+            sys.exit("latency needs --data: the run's `voice synth` folder (its val clips)")
+        result = latency(Path(args.run), Path(args.data))
     else:
-        result = globals()[args.what](args.steps)
+        result = {"digits": digits, "words": words, "coffee": coffee}[args.what](recipe)
     print(json.dumps({args.what: result}, indent=1))
     sys.stdout.flush()
 

@@ -164,7 +164,16 @@ def run_ladder(
         GlassformerError: the corpus file is missing, empty or has nothing to predict.
     """
     config = config or LadderConfig()
-    torch.set_num_threads(min(torch.get_num_threads(), 2))  # tiny models: threads only cost
+    threads = torch.get_num_threads()
+    torch.set_num_threads(min(threads, 2))  # tiny models: more threads only cost
+    try:
+        return climb_ladder(corpus, out, config)
+    finally:
+        torch.set_num_threads(threads)  # the caller's setting, as it was
+
+
+def climb_ladder(corpus: str | Path | None, out: str | Path, config: LadderConfig) -> dict:
+    """run_ladder()'s work, on the threads it set."""
     sentences, source = load_sentences(corpus, config)
     split = split_by_sentence(sentences, config.held_out_fraction, config.seed)
     vocabulary = vocabulary_of(sentences)  # held-out words too: every model may name them

@@ -87,3 +87,16 @@ def test_missing_or_empty_corpus_is_a_one_line_error(tmp_path: Path, content: st
     with pytest.raises(GlassformerError) as error:
         args.handler(args)
     assert "\n" not in str(error.value) and str(corpus) in str(error.value)
+
+
+def test_the_ladder_gives_back_the_callers_threads(tmp_path: Path) -> None:
+    """run_ladder limits torch to 2 threads for its tiny models, and restores the caller's."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        run_ladder(None, tmp_path, LadderConfig(steps=2))
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
