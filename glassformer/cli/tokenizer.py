@@ -27,9 +27,12 @@ def check_train_flags(args: argparse.Namespace) -> None:
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     import warnings
 
+    from glassformer.files import check_output_file
     from glassformer.tokenizer.training import train_bpe_from_files
 
     check_train_flags(args)
+    for target in (Path(args.out), Path(args.out).with_suffix(".vocab")):
+        check_output_file(target)  # before training: /dev/full is refused now, not after
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = train_bpe_from_files(

@@ -2,7 +2,7 @@
 
 A language is given by two questions about text: `can_continue(text)` (is it the start of an
 allowed sentence?) and `accepts(text)` (is it a whole allowed sentence?). A command grammar
-answers both with one regular expression (voice/grammar.Grammar.pattern). Each decoding step a
+answers both with its word automaton (voice/grammar.py), linear in the text. Each decoding step a
 token is allowed when the text grows into something that can still continue, and end-of-text
 only when the text is a whole sentence. The model's own scores still rank what is allowed, so
 the beam finds the grammar sentence the model likes best: the grammar restricts, the audio
