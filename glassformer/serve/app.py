@@ -4,6 +4,7 @@
     GET  /healthz      {"status": "ok"} while the server answers
     GET  /v1/models    what is loaded, with parameter counts and grammar names
     /v1/transcribe, /v1/listen        serve/routes_speech.py
+    /v1/audio/transcriptions          serve/routes_openai.py (OpenAI's API shape)
     /v1/generate, /v1/translate, /v1/attention   serve/routes_text.py
     GET  /docs         FastAPI's OpenAPI page
 
@@ -48,6 +49,7 @@ def create_app(
     (--host, --allow-host); None leaves them off for an app driven in process (tests).
     """
     from glassformer import __version__
+    from glassformer.serve.routes_openai import router as openai_router
     from glassformer.serve.routes_speech import router as speech_router
     from glassformer.serve.routes_text import router as text_router
 
@@ -71,6 +73,7 @@ def create_app(
     if allowed_hosts is not None:
         app.add_middleware(HostGuard, allowed=allowed_hosts)  # outermost: checked first
     app.include_router(speech_router)
+    app.include_router(openai_router)
     app.include_router(text_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

@@ -1,6 +1,8 @@
 """HTTP plumbing shared by every endpoint: one-line JSON errors and a request size limit.
 
-Every error a client can cause is a 4xx whose body is `{"error": "<one line>"}`:
+Every error a client can cause is a 4xx whose body is `{"error": "<one line>"}`, or under
+OPENAI_PREFIX OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, which its
+client libraries read:
 
     ApiError            raised by the endpoints with a status and a message
     GlassformerError    bad input found by the library (unreadable audio, a bad setting): 422
@@ -43,9 +45,20 @@ def one_line(message: str) -> str:
     return str(message).strip().splitlines()[0] if str(message).strip() else "bad request"
 
 
-def error_body(status: int, message: str) -> tuple[dict, bytes]:
+OPENAI_PREFIX = "/v1/audio/"  # routes in OpenAI's API shape (serve/routes_openai.py)
+
+
+def error_json(path: str, status: int, message: str) -> dict:
+    """The error body for a request to `path`: ours, or OpenAI's shape on its routes."""
+    if not path.startswith(OPENAI_PREFIX):
+        return {"error": one_line(message)}
+    kind = "invalid_request_error" if status != 404 else "not_found_error"
+    return {"error": {"message": one_line(message), "type": kind, "param": None, "code": status}}
+
+
+def error_body(status: int, message: str, path: str = "") -> tuple[dict, bytes]:
     """The ASGI start message and body of a JSON error response."""
-    body = json.dumps({"error": one_line(message)}).encode()
+    body = json.dumps(error_json(path, status, message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     return {"type": "http.response.start", "status": status, "headers": headers}, body
 
@@ -67,7 +80,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self.refuse(send, 413, too_large_message(self.limit))
+            return await self.refuse(send, scope, 413, too_large_message(self.limit))
         received, tripped, started = 0, None, False
         deadline, whole = time.monotonic() + self.timeout_s, False
 
@@ -92,7 +105,7 @@ class BodyLimit:
             if tripped:  # the app answered after the limit (e.g. a parse error): say why
                 if not started:
                     started = True
-                    await self.refuse(send, *tripped)
+                    await self.refuse(send, scope, *tripped)
                 return
             started = started or message["type"] == "http.response.start"
             await send(message)
@@ -101,10 +114,10 @@ class BodyLimit:
             await self.app(scope, counted_receive, guarded_send)
         except (BodyTooLarge, BodyTooSlow):
             if not started:
-                await self.refuse(send, *tripped)
+                await self.refuse(send, scope, *tripped)
 
-    async def refuse(self, send: Any, status: int, message: str) -> None:
-        start, body = error_body(status, message)
+    async def refuse(self, send: Any, scope: dict, status: int, message: str) -> None:
+        start, body = error_body(status, message, scope.get("path", ""))
         await send(start)
         await send({"type": "http.response.body", "body": body})
 
@@ -178,7 +191,7 @@ class HostGuard:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
             return
-        start, body = error_body(403, problem)
+        start, body = error_body(403, problem, scope.get("path", ""))
         await send(start)
         await send({"type": "http.response.body", "body": body})
 
@@ -192,17 +205,20 @@ def install_error_handlers(app: Any) -> None:
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException
 
-    async def api_error(_: Any, error: ApiError) -> JSONResponse:
-        return JSONResponse({"error": error.message}, status_code=error.status)
+    def answer(request: Any, status: int, message: str) -> JSONResponse:
+        return JSONResponse(error_json(request.url.path, status, message), status_code=status)
 
-    async def library_error(_: Any, error: GlassformerError) -> JSONResponse:
-        return JSONResponse({"error": one_line(str(error))}, status_code=422)
+    async def api_error(request: Any, error: ApiError) -> JSONResponse:
+        return answer(request, error.status, error.message)
 
-    async def http_error(_: Any, error: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": one_line(str(error.detail))}, status_code=error.status_code)
+    async def library_error(request: Any, error: GlassformerError) -> JSONResponse:
+        return answer(request, 422, str(error))
 
-    async def validation_error(_: Any, error: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": describe_validation(error.errors())}, status_code=422)
+    async def http_error(request: Any, error: HTTPException) -> JSONResponse:
+        return answer(request, error.status_code, str(error.detail))
+
+    async def validation_error(request: Any, error: RequestValidationError) -> JSONResponse:
+        return answer(request, 422, describe_validation(error.errors()))
 
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(GlassformerError, library_error)

@@ -1,0 +1,120 @@
+"""OpenAI's transcription API on `glassformer serve`, for the clients that already speak it.
+
+    POST /v1/audio/transcriptions   multipart: file, model, and optional prompt, language,
+                                    temperature, response_format (json | text | verbose_json)
+
+`model` names what hears the file: a loaded grammar by name (the Listener of that grammar:
+decoding constrained to it, and the answer also carries `intent` and `slots`), or the loaded
+speech model itself (its source, e.g. whisper-tiny.en, or OpenAI's "whisper-1"): free text.
+Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}` (serve/http.py).
+Accepted but not used: `prompt` (the grammar already gives Whisper its context) and
+`temperature` (the beam is deterministic). Not here: translations, timestamps and segments,
+srt/vtt, streamed transcripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
+
+from glassformer.serve.audio_upload import decode_audio
+from glassformer.serve.http import ApiError, read_body, require_content_type
+from glassformer.serve.routes_speech import check_audible
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.listener import Listener
+
+router = APIRouter()
+OPENAI_MODEL = "whisper-1"  # the name OpenAI's clients send by default: the loaded model
+FORMATS = ("json", "text", "verbose_json")
+ENGLISH = ("en", "english")  # the English-only models' one language
+
+
+async def form_fields(request: Request) -> tuple[bytes, dict[str, str]]:
+    """The uploaded file's bytes and the form's text fields (the body read once, bounded)."""
+    require_content_type(request, "multipart/form-data")
+    body = await read_body(request)
+    from starlette.requests import Request as Replayed
+
+    async def replay() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        form = await Replayed(request.scope, replay).form(max_files=1, max_fields=8)
+    except Exception as error:  # noqa: BLE001 - starlette's parse errors have no common base
+        raise ApiError(400, f"not a readable multipart form ({error})") from None
+    try:
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise ApiError(400, "the form has no file field named 'file'")
+        data = await upload.read()
+        return data, {k: v for k, v in form.items() if isinstance(v, str)}
+    finally:
+        await form.close()
+
+
+def choose_listener(state: Any, model: str | None) -> tuple[Listener, bool]:
+    """The Listener for `model`, and whether it answers with an intent (a grammar's)."""
+    served = state.served
+    if not served.speech:
+        raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
+    if not model:
+        raise ApiError(400, "the form has no 'model' field")
+    if model in served.speech:
+        return served.speech[model], True
+    if model in (served.sources["speech"], OPENAI_MODEL):
+        return next(iter(served.speech.values())).fork(constrain=False), False
+    known = ", ".join([served.sources["speech"], OPENAI_MODEL, *served.speech])
+    raise ApiError(404, f"the model {model!r} does not exist here (models: {known})")
+
+
+def check_options(fields: dict[str, str]) -> str:
+    """The response format; bad language, temperature or format values are 400s."""
+    response_format = fields.get("response_format") or "json"
+    if response_format not in FORMATS:
+        raise ApiError(400, f"response_format {response_format!r}: one of {', '.join(FORMATS)}")
+    language = fields.get("language")
+    if language and language.lower() not in ENGLISH:
+        raise ApiError(400, f"language {language!r}: the loaded model hears English only (en)")
+    temperature = fields.get("temperature")
+    if temperature:
+        try:
+            value = float(temperature)
+        except ValueError:
+            value = math.nan
+        if not 0.0 <= value <= 1.0:  # also refuses nan
+            raise ApiError(400, f"temperature {temperature!r} must be a number from 0 to 1")
+    return response_format
+
+
+@router.post("/v1/audio/transcriptions", response_model=None)
+async def transcriptions(request: Request) -> dict | PlainTextResponse:
+    """An audio file (WAV, FLAC or OGG) -> its text, as OpenAI's API answers; with a
+    grammar's name as `model`, also the intent and slots."""
+    state = request.app.state
+    data, fields = await form_fields(request)
+    listener, has_intent = choose_listener(state, fields.get("model"))
+    response_format = check_options(fields)
+    waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
+    check_audible(waveform)
+    if has_intent:
+        result, _ = await state.batcher.transcribe(listener, waveform)
+    else:
+        result = await state.thread.run(listener.understand, waveform)
+    if response_format == "text":
+        return PlainTextResponse(result.text)
+    answer: dict[str, Any] = {"text": result.text}
+    if has_intent:
+        answer |= {"intent": result.intent, "slots": result.slots}
+    if response_format == "verbose_json":
+        answer |= {
+            "task": "transcribe",
+            "language": "english",
+            "duration": round(result.audio_seconds, 3),
+            "segments": [],
+        }
+    return answer
