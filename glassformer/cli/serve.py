@@ -99,9 +99,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) -> None:
+    """`serve` and `wyoming`. serve's flags come from torch-free dataclasses (serve/config.py)."""
     from glassformer.cli.voice import add_precision_flag
-
-    """`serve`. Its flags come from torch-free dataclasses (serve/config.py)."""
     from glassformer.configs import add_config_flags
     from glassformer.serve.config import EndpointConfig, ServeConfig
 
@@ -144,3 +143,56 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
     add_config_flags(serve, ServeConfig)
     add_config_flags(serve, EndpointConfig)
     serve.set_defaults(handler=cmd_serve)
+    add_wyoming_command(commands, formatter)
+
+
+def cmd_wyoming(args: argparse.Namespace) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from glassformer.errors import GlassformerError
+    from glassformer.tasks.speech.config import ListenerConfig
+
+    try:
+        from glassformer.serve.wyoming import Service, serve
+    except ImportError:
+        raise GlassformerError("the Wyoming service needs: pip install wyoming") from None
+    if not args.uri.startswith(("tcp://", "unix://")):
+        raise GlassformerError(f"--uri {args.uri}: give tcp://HOST:PORT or unix://PATH")
+    from glassformer.serve.models import load_speech
+
+    precision = args.precision or ListenerConfig.precision
+    listeners = load_speech(args.speech, args.grammar, args.device, precision)
+    service = Service(listeners, args.speech, ThreadPoolExecutor(1, "glassformer-model"))
+    print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
+    asyncio.run(serve(args.uri, service))
+
+
+def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -> None:
+    from glassformer.cli.voice import add_precision_flag
+
+    wyoming = commands.add_parser(
+        "wyoming",
+        help="the speech model as a Wyoming service (Home Assistant's voice pipeline)",
+        formatter_class=formatter,
+        description="Serve the speech model over the Wyoming protocol (the `wyoming` package): "
+        "describe, transcribe + audio (a transcript, constrained when the model named is a "
+        "grammar), recognize (an intent from text). Add it in Home Assistant under Settings, "
+        "Devices & services, Add integration, Wyoming Protocol, with this host and port.",
+    )
+    wyoming.add_argument(
+        "--uri", default="tcp://127.0.0.1:10300", help="tcp://HOST:PORT or unix://PATH"
+    )
+    wyoming.add_argument(
+        "--speech", default="whisper-tiny.en", metavar="MODEL", help="the speech model"
+    )
+    wyoming.add_argument(
+        "--grammar",
+        metavar="G.yaml",
+        action="append",
+        default=[],
+        help="a command grammar, a model by its file's stem; repeat for several",
+    )
+    add_precision_flag(wyoming)
+    wyoming.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    wyoming.set_defaults(handler=cmd_wyoming)
