@@ -51,19 +51,28 @@ async def audio_bytes(request: Any) -> bytes:
     body = await read_body(request)
     if media != "multipart/form-data":
         return body
+    return (await file_and_fields(request, body))[0]
+
+
+async def file_and_fields(
+    request: Any, body: bytes, status: int = 422
+) -> tuple[bytes, dict[str, str]]:
+    """A multipart form already read (and size-checked): its `file` part's bytes and its text
+    fields; ApiError(status) for an unreadable form or one without the file."""
     from starlette.requests import Request
 
-    async def replay() -> dict:  # the body was read (and size-checked) already
+    async def replay() -> dict:  # the body was read already
         return {"type": "http.request", "body": body, "more_body": False}
 
     try:
-        form = await Request(request.scope, replay).form(max_files=1, max_fields=4)
+        form = await Request(request.scope, replay).form(max_files=1, max_fields=8)
     except Exception as error:  # noqa: BLE001 - starlette's parse errors have no common base
-        raise ApiError(422, f"not a readable multipart form ({error})") from None
+        raise ApiError(status, f"not a readable multipart form ({error})") from None
     try:
         upload = form.get(FORM_FIELD)
         if upload is None or isinstance(upload, str):
-            raise ApiError(422, f"the form has no file field named {FORM_FIELD!r}")
-        return await upload.read()
+            raise ApiError(status, f"the form has no file field named {FORM_FIELD!r}")
+        fields = {name: value for name, value in form.items() if isinstance(value, str)}
+        return await upload.read(), fields
     finally:
         await form.close()  # its spooled file, if the part was large, is deleted here

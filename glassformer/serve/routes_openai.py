@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
-from glassformer.serve.audio_upload import decode_audio
+from glassformer.serve.audio_upload import decode_audio, file_and_fields
 from glassformer.serve.http import ApiError, read_body, require_content_type
 from glassformer.serve.routes_speech import check_audible
 
@@ -37,24 +37,7 @@ ENGLISH = ("en", "english")  # the English-only models' one language
 async def form_fields(request: Request) -> tuple[bytes, dict[str, str]]:
     """The uploaded file's bytes and the form's text fields (the body read once, bounded)."""
     require_content_type(request, "multipart/form-data")
-    body = await read_body(request)
-    from starlette.requests import Request as Replayed
-
-    async def replay() -> dict:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    try:
-        form = await Replayed(request.scope, replay).form(max_files=1, max_fields=8)
-    except Exception as error:  # noqa: BLE001 - starlette's parse errors have no common base
-        raise ApiError(400, f"not a readable multipart form ({error})") from None
-    try:
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            raise ApiError(400, "the form has no file field named 'file'")
-        data = await upload.read()
-        return data, {k: v for k, v in form.items() if isinstance(v, str)}
-    finally:
-        await form.close()
+    return await file_and_fields(request, await read_body(request), status=400)
 
 
 def choose_listener(state: Any, model: str | None) -> tuple[Listener, bool]:
