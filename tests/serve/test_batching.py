@@ -74,3 +74,17 @@ def test_the_model_thread_fits_torch_threads_to_the_idle_cores_before_each_call(
         thread.close()
     assert len(ticks) == 2 and all(name.startswith("glassformer-model") for name in ticks)
     assert all(1 <= count <= thread.governor.most for count in counts)
+
+
+def test_free_text_stops_at_the_clips_token_budget(checkpoints: dict[str, Path]) -> None:
+    """A model that never writes the end (random weights, free text) stops at most_tokens of
+    the audio heard, not at the decoder's window (64 positions here, 448 for Whisper)."""
+    from glassformer.tasks.speech.clips import clip_audio, most_tokens
+
+    served = load_models(str(checkpoints["speech"]), [], None, None)
+    listener = served.speech["grammar"].fork(constrain=False)
+    clip = tone(1.0)
+    budget = most_tokens(listener.speech, len(clip_audio(listener.speech, clip)) / 16_000)
+    assert budget < listener.speech.model.config.max_tgt_len - 1
+    text = listener.understand(clip).text  # one character per token (a character tokenizer)
+    assert 0 < len(text) <= budget

@@ -17,6 +17,10 @@ from glassformer.audio.silence import loudest_window, trim_silence
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.model import SpeechModel
 
+# the fastest speech is about 5 words a second, at most about 1.5 tokens a word
+TOKENS_PER_SECOND = 10  # tokens a transcript may have per second of audio heard
+TOKEN_MARGIN = 16  # and this many more (a final period, the end, a short clip's words)
+
 
 def clip_audio(speech: SpeechModel, waveform: np.ndarray) -> np.ndarray:
     """The part of a clip (16 kHz mono) its model hears.
@@ -37,10 +41,29 @@ def clip_features(speech: SpeechModel, waveform: np.ndarray) -> torch.Tensor:
     Shapes:
         waveform: (L,)   returns: (M, N), N <= model.max_frames
     """
-    heard = clip_audio(speech, waveform)
+    return heard_features(speech, clip_audio(speech, waveform))
+
+
+def heard_features(speech: SpeechModel, heard: np.ndarray) -> torch.Tensor:
+    """The features of audio clip_audio() already cut.
+
+    Shapes:
+        heard: (L,)   returns: (M, N), N <= model.max_frames
+    """
     device = next(speech.model.parameters()).device
     features = compute_features(torch.from_numpy(heard).to(device), speech.features)
     return features[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
+
+
+def most_tokens(speech: SpeechModel, seconds: float) -> int:
+    """How many tokens a transcript of `seconds` of speech may have: TOKENS_PER_SECOND of
+    it and TOKEN_MARGIN more, within the decoder's window. A model that repeats itself
+    (free text on unclear audio) stops there, not at the window's end (448 for Whisper).
+
+    Example: 4.3 s -> 10 * 4.3 + 16 = 59 tokens
+    """
+    room = speech.model.config.max_tgt_len - len(speech.start)
+    return max(1, min(room, int(TOKENS_PER_SECOND * seconds) + TOKEN_MARGIN))
 
 
 def pad_features(features: list[torch.Tensor]) -> torch.Tensor:

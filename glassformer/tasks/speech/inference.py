@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from glassformer.audio.io import SAMPLE_RATE
 from glassformer.decoding.config import check_beam_size
 from glassformer.errors import GlassformerError
-from glassformer.tasks.speech.clips import clip_features, pad_features
+from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
 from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.search import Transcript, decode_clips
 
@@ -64,12 +65,14 @@ def transcribe_many(
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
     results = []
     for first in range(0, len(waveforms), encoder_batch):
-        features = [clip_features(speech, w) for w in waveforms[first : first + encoder_batch]]
+        heard = [clip_audio(speech, w) for w in waveforms[first : first + encoder_batch]]
+        features = [heard_features(speech, h) for h in heard]
         lengths = torch.tensor([f.size(-1) for f in features])
         batch = pad_features(features)  # (B, M, N)
         same = bool((lengths == lengths[0]).all())
         memory, padding = speech.model.encode(batch, None if same else lengths.to(batch.device))
-        results += decode_clips(speech, memory, padding, beam_size, constrain, reject_below)
+        limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in heard]
+        results += decode_clips(speech, memory, padding, beam_size, constrain, reject_below, limits)
     return results
 
 

@@ -41,9 +41,11 @@ def decode_clips(
     beam_size: int,
     constrain: bool,
     reject_below: float | None,
+    limits: list[int] | None = None,
 ) -> list[Transcript]:
     """One beam search over every clip's encoder memory, then the grammar's reading of each
-    clip's best words.
+    clip's best words; clip b writes at most limits[b] tokens (None: the decoder's window),
+    so a clip decoded in a batch ends where it would alone.
 
     Row b * K + k of the search is beam k of clip b. A clip's K beams ask its memory together
     (projected once per clip, padding masked: layers/attention.py), and the grammar constraint
@@ -64,13 +66,15 @@ def decode_clips(
 
     prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
     restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
+    if limits is not None:
+        restrict = at_most(limits, K, len(speech.start), speech.eos, restrict)
     cache = model.new_cache()
     hypotheses, scores = beam_search(
         step,
         cache,
         prompt,
         K,
-        model.config.max_tgt_len - len(speech.start),
+        max(limits) if limits else model.config.max_tgt_len - len(speech.start),
         speech.eos,
         suppress=speech.suppress,
         n_best=True,
@@ -85,6 +89,24 @@ def decode_clips(
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
         transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below, known))
     return transcripts
+
+
+def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201
+    """A `restrict` hook: `then` (if any), and each clip's beams end once they have written
+    its limit of tokens (only the end is allowed then)."""
+    budget = torch.tensor(limits).repeat_interleave(beams)  # (B*K,): row b*K+k is clip b's
+
+    def restrict(tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+        if then is not None:
+            log_probs = then(tokens, log_probs)
+        spent = (tokens.size(1) - start) >= budget.to(tokens.device)  # (B*K,)
+        if bool(spent.any()):
+            log_probs = log_probs.clone()
+            log_probs[spent] = float("-inf")
+            log_probs[spent, eos] = 0.0
+        return log_probs
+
+    return restrict
 
 
 def prefix_cache(search: KVCache, clip: int, beams: int, length: int, valid: int) -> KVCache:
