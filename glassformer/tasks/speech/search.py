@@ -193,20 +193,3 @@ def token_log_probs(
     # (1, T', V): logits for the written tokens only, not the prompt's
     logits = model.decode(sequence[:, skip:-1], memory, cache=known, last=written)
     return logits[0].float().log_softmax(-1).cpu()  # (T', V)
-
-
-def token_confidence(
-    model: SpeechTransformer,
-    memory: torch.Tensor,
-    tokens: list[int],
-    start: int = 1,
-    known: KVCache | None = None,
-) -> float:
-    """exp(mean log-probability) of the tokens after the prompt's `start` (token_log_probs).
-
-    Shapes:
-        memory: (1, S, D)
-    """
-    log_probs = token_log_probs(model, memory, tokens, start, known)  # (T', V)
-    picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
-    return math.exp(picked.mean().item())
