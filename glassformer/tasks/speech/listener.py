@@ -136,7 +136,8 @@ class Listener:
     Args:
         model: a pretrained name, a run or checkpoint directory, a Whisper directory or .pt;
             or an already loaded SpeechModel (the server shares one network).
-        grammar: a command grammar YAML (or a loaded Grammar); None: the model's own.
+        grammar: a command grammar YAML (or a loaded Grammar); None: the model's own (a
+            loaded SpeechModel keeps its grammar, so fork() reads no file again).
         config: every other setting (tasks/speech/config.ListenerConfig); keyword settings
             override its fields, e.g. Listener("whisper-tiny.en", beam_size=1).
     """
@@ -154,9 +155,12 @@ class Listener:
         if isinstance(grammar, str | Path):
             settings["grammar"] = str(grammar)
         self.config = dataclasses.replace(config, **settings) if settings else config
-        self.speech = model if isinstance(model, SpeechModel) else load(self.config)
-        if isinstance(grammar, Grammar) or (self.config.grammar and isinstance(model, SpeechModel)):
-            self.speech = with_grammar(self.speech, grammar or self.config.grammar)
+        if isinstance(model, SpeechModel):  # loaded already: its grammar, unless one is given
+            self.speech = model if grammar is None else with_grammar(model, grammar)
+        else:
+            self.speech = load(self.config)  # the config's model and grammar
+            if isinstance(grammar, Grammar):
+                self.speech = with_grammar(self.speech, grammar)
         self.reset()
 
     @property
