@@ -148,3 +148,34 @@ def test_several_clients_at_once(service, spoken: list) -> None:  # noqa: ANN001
     heard = asyncio.run(with_server(service, talk))
     texts = [events[0].data["text"] for events in heard]
     assert texts == [command.text for command, _ in spoken * 2]
+
+
+def test_fifty_clients_at_once_and_a_stream_that_never_stops(service) -> None:  # noqa: ANN001
+    """50 clients asking at once are all answered; a stream that goes on past the command
+    limit (no audio-stop) gets an error, and the server still answers the next client."""
+    from wyoming.audio import AudioChunk, AudioStart
+    from wyoming.client import AsyncTcpClient
+    from wyoming.info import Describe
+
+    from glassformer.serve.wyoming import MAX_COMMAND_SECONDS
+
+    async def ask(uri: str) -> str:
+        async with AsyncTcpClient.from_uri(uri) as client:
+            await client.write_event(Describe().event())
+            return (await until(client, "info")).type
+
+    async def talk(uri: str) -> tuple:
+        answers = await asyncio.gather(*(ask(uri) for _ in range(50)))
+        second = b"\0\0" * 16_000  # one second of 16 kHz silence
+        async with AsyncTcpClient.from_uri(uri) as client:
+            await client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+            for _ in range(int(MAX_COMMAND_SECONDS) + 2):
+                chunk = AudioChunk(rate=16000, width=2, channels=1, audio=second)
+                await client.write_event(chunk.event())
+            error = await until(client, "error")
+        return answers, error, await ask(uri)
+
+    answers, error, after = asyncio.run(with_server(service, talk))
+    assert answers == ["info"] * 50
+    assert error.type == "error" and "not a spoken command" in error.data["text"]
+    assert after == "info"
