@@ -97,3 +97,35 @@ def real_clip(relative: str) -> Path:
     if not path.is_file():
         pytest.skip(f"{path} is absent (real recordings live in /work/shared/data)")
     return path
+
+
+APPOINTMENTS = Path(__file__).resolve().parents[2] / "glassformer/voice/grammars/appointments.yaml"
+
+
+def has_whisper_and_voice() -> bool:
+    """whisper-tiny.en and the recorded voice (make setup installs both): the real-speech
+    tests of the doors need them."""
+    from glassformer.tasks.speech.pretrained import installed_models
+    from glassformer.voice.recorded import find_voice
+
+    return installed_models()["whisper-tiny.en"] is not None and find_voice() is not None
+
+
+needs_whisper_and_voice = pytest.mark.skipif(
+    not has_whisper_and_voice(),
+    reason="needs whisper-tiny.en and asterisk-core-sounds-en-wav (make setup installs both)",
+)
+
+
+def recorded_command(folder: Path, seed: int) -> tuple[Path, object]:
+    """One real recorded appointments command written as a 16-bit WAV in `folder`, and the
+    command it says (voice/recorded.py)."""
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.recorded import find_voice, recorded_commands
+
+    [(command, waveform)] = recorded_commands(
+        Grammar.from_yaml(APPOINTMENTS), find_voice(), 1, seed
+    )
+    path = folder / "command.wav"
+    soundfile.write(path, waveform, 16_000, subtype="PCM_16")
+    return path, command

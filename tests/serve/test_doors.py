@@ -15,24 +15,16 @@ from glassformer.cli import main
 from glassformer.serve.app import create_app
 from glassformer.serve.models import load_models
 from glassformer.tasks.speech.listener import Listener
-from glassformer.tasks.speech.pretrained import installed_models
-from glassformer.voice.grammar import Grammar
-from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice, recorded_command
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "glassformer/voice/grammars/appointments.yaml"
-pytestmark = pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None or find_voice() is None,
-    reason="needs whisper-tiny.en and asterisk-core-sounds-en-wav (make setup installs both)",
-)
+GRAMMAR = APPOINTMENTS
+pytestmark = needs_whisper_and_voice
 FIELDS = ("text", "intent", "slots", "confidence", "accepted")
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
-    [(command, waveform)] = recorded_commands(Grammar.from_yaml(GRAMMAR), find_voice(), 1, seed=3)
-    path = tmp_path_factory.mktemp("doors") / "command.wav"
-    soundfile.write(path, waveform, 16_000, subtype="PCM_16")
-    return path, command
+    return recorded_command(tmp_path_factory.mktemp("doors"), seed=3)
 
 
 def test_cli_http_socket_and_listener_give_the_same_result(

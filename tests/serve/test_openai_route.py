@@ -10,21 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import soundfile
 
 from glassformer.serve.app import create_app
 from glassformer.serve.config import ServeConfig
 from glassformer.serve.models import load_models
-from glassformer.tasks.speech.pretrained import installed_models
-from glassformer.voice.grammar import Grammar
-from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice, recorded_command
 
 openai = pytest.importorskip("openai")  # the dev extra installs it
-GRAMMAR = Path(__file__).resolve().parents[2] / "glassformer/voice/grammars/appointments.yaml"
-pytestmark = pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None or find_voice() is None,
-    reason="needs whisper-tiny.en and asterisk-core-sounds-en-wav (make setup installs both)",
-)
+GRAMMAR = APPOINTMENTS
+pytestmark = needs_whisper_and_voice
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +45,7 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
-    [(command, waveform)] = recorded_commands(Grammar.from_yaml(GRAMMAR), find_voice(), 1, seed=5)
-    path = tmp_path_factory.mktemp("openai") / "command.wav"
-    soundfile.write(path, waveform, 16_000, subtype="PCM_16")
-    return path, command
+    return recorded_command(tmp_path_factory.mktemp("openai"), seed=5)
 
 
 def client(server: str):  # noqa: ANN201

@@ -7,21 +7,17 @@ from __future__ import annotations
 import asyncio
 import socket
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from glassformer.tasks.speech.pretrained import installed_models
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice
 
 wyoming = pytest.importorskip("wyoming")  # the dev extra installs it
-GRAMMAR = Path(__file__).resolve().parents[2] / "glassformer/voice/grammars/appointments.yaml"
-pytestmark = pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None or find_voice() is None,
-    reason="needs whisper-tiny.en and asterisk-core-sounds-en-wav (make setup installs both)",
-)
+GRAMMAR = APPOINTMENTS
+pytestmark = needs_whisper_and_voice
 
 
 @pytest.fixture(scope="module")
