@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
@@ -57,7 +57,7 @@ def create_app(
     thread = ModelThread()
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> Any:
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         thread.close()
 

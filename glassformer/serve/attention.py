@@ -26,7 +26,10 @@ from glassformer.explain.attention_maps import (
 from glassformer.serve.http import ApiError
 
 if TYPE_CHECKING:
+    from glassformer.models.gpt import GPT
     from glassformer.tasks.speech.listener import Listener
+    from glassformer.tasks.translation.inference import Translator
+    from glassformer.tokenizer.base import Tokenizer
 
 MAX_TEXT_CHARS = 1000  # longer texts are refused: a heat map of them would be unreadable
 DECIMALS = 4  # probabilities sent to the page: enough for a colour and a hover readout
@@ -71,13 +74,13 @@ def check_text(text: str) -> str:
     return text
 
 
-def lm_attention(model: Any, tokenizer: Any, text: str) -> list[dict[str, Any]]:
+def lm_attention(model: GPT, tokenizer: Tokenizer, text: str) -> list[dict[str, Any]]:
     """The GPT's self-attention over the text (its last max_len tokens)."""
     maps = gpt_attention(model, tokenizer, check_text(text))
     return [as_json(name, kind) for name, kind in maps.items()]
 
 
-def translation_attention(translator: Any, text: str) -> list[dict[str, Any]]:
+def translation_attention(translator: Translator, text: str) -> list[dict[str, Any]]:
     """Encoder, decoder and cross-attention for the text and its greedy translation."""
     maps = translator_attention(translator, check_text(text))
     return [as_json(name, kind) for name, kind in maps.items()]

@@ -10,13 +10,16 @@ browser's MediaRecorder: the page sends WAV or raw PCM instead).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from glassformer.audio.io import AudioTooLongError, load_audio
 from glassformer.errors import GlassformerError
 from glassformer.serve.http import ApiError, read_body, require_content_type
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 AUDIO_TYPES = ("audio/*", "application/octet-stream", "multipart/form-data")
 FORM_FIELD = "file"  # the multipart field that holds the audio file
@@ -41,7 +44,7 @@ def decode_audio(data: bytes, max_seconds: float) -> np.ndarray:
         raise ApiError(422, f"the audio: {error}") from None
 
 
-async def audio_bytes(request: Any) -> bytes:
+async def audio_bytes(request: Request) -> bytes:
     """The audio file a request carries: its raw body, or the multipart form's `file` field.
 
     Raises:
@@ -55,7 +58,7 @@ async def audio_bytes(request: Any) -> bytes:
 
 
 async def file_and_fields(
-    request: Any, body: bytes, status: int = 422
+    request: Request, body: bytes, status: int = 422
 ) -> tuple[bytes, dict[str, str]]:
     """A multipart form already read (and size-checked): its `file` part's bytes and its text
     fields; ApiError(status) for an unreadable form or one without the file."""

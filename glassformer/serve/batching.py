@@ -24,7 +24,7 @@ import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from glassformer.threads import ThreadGovernor
 if TYPE_CHECKING:
     from glassformer.tasks.speech.listener import Listener, Result
 
-Result = TypeVar("Result")
+Returned = TypeVar("Returned")  # what the function run on the model thread returns
 
 
 class ModelThread:
@@ -44,12 +44,12 @@ class ModelThread:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
         self.governor: ThreadGovernor | None = None  # made on the worker, where torch runs
 
-    async def run(self, function: Callable[..., Result], *args: Any) -> Result:
+    async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
         loop = asyncio.get_running_loop()
         call = functools.partial(self.call, function, *args)
         return await loop.run_in_executor(self.executor, call)
 
-    def call(self, function: Callable[..., Result], *args: Any) -> Result:
+    def call(self, function: Callable[..., Returned], *args: object) -> Returned:
         """On the worker: fit torch's threads to the idle cores, then run `function`."""
         if self.governor is None:
             self.governor = ThreadGovernor()
@@ -63,7 +63,7 @@ class ModelThread:
 @dataclass
 class Job:
     waveform: np.ndarray  # (L,) 16 kHz mono
-    done: asyncio.Future  # -> (Result, batch size)
+    done: asyncio.Future[tuple[Result, int]]  # the clip's Result and its batch's size
 
 
 def transcribe_batch(listener: Listener, waveforms: list[np.ndarray]) -> list[Result]:

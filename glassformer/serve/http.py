@@ -22,9 +22,14 @@ import asyncio
 import json
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from glassformer.errors import GlassformerError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.requests import Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class ApiError(Exception):
@@ -56,7 +61,7 @@ def error_json(path: str, status: int, message: str) -> dict:
     return {"error": {"message": one_line(message), "type": kind, "param": None, "code": status}}
 
 
-def error_body(status: int, message: str, path: str = "") -> tuple[dict, bytes]:
+def error_body(status: int, message: str, path: str = "") -> tuple[Message, bytes]:
     """The ASGI start message and body of a JSON error response."""
     body = json.dumps(error_json(path, status, message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -72,10 +77,10 @@ class BodyLimit:
     received whole within `timeout_s` seconds of the request's start (a client that dribbles
     its body holds only its own connection, and only that long)."""
 
-    def __init__(self, app: Any, limit: int, timeout_s: float = math.inf) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = math.inf) -> None:
         self.app, self.limit, self.timeout_s = app, limit, timeout_s
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers", [])).get(b"content-length")
@@ -84,7 +89,7 @@ class BodyLimit:
         received, tripped, started = 0, None, False
         deadline, whole = time.monotonic() + self.timeout_s, False
 
-        async def counted_receive() -> dict:
+        async def counted_receive() -> Message:
             nonlocal received, tripped, whole
             if whole:  # the body is in: later receives wait for a disconnect, unbounded
                 return await receive()
@@ -100,7 +105,7 @@ class BodyLimit:
                 raise BodyTooLarge
             return message
 
-        async def guarded_send(message: dict) -> None:
+        async def guarded_send(message: Message) -> None:
             nonlocal started
             if tripped:  # the app answered after the limit (e.g. a parse error): say why
                 if not started:
@@ -116,7 +121,7 @@ class BodyLimit:
             if not started:
                 await self.refuse(send, scope, *tripped)
 
-    async def refuse(self, send: Any, scope: dict, status: int, message: str) -> None:
+    async def refuse(self, send: Send, scope: Scope, status: int, message: str) -> None:
         start, body = error_body(status, message, scope.get("path", ""))
         await send(start)
         await send({"type": "http.response.body", "body": body})
@@ -164,14 +169,14 @@ class HostGuard:
     are not browsers running someone else's page, and pass.
     """
 
-    def __init__(self, app: Any, allowed: list[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
         self.app = app
         self.allowed = {host_name(name) for name in [*LOOPBACK_NAMES, *allowed] if name}
 
     def is_allowed(self, name: str) -> bool:
         return name in self.allowed or is_ip_address(name)
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers", []))
@@ -199,25 +204,25 @@ class HostGuard:
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}  # methods a cross-site Origin may not use
 
 
-def install_error_handlers(app: Any) -> None:
+def install_error_handlers(app: FastAPI) -> None:
     """Turn every client error into a one-line JSON body (see the module docstring)."""
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException
 
-    def answer(request: Any, status: int, message: str) -> JSONResponse:
+    def answer(request: Request, status: int, message: str) -> JSONResponse:
         return JSONResponse(error_json(request.url.path, status, message), status_code=status)
 
-    async def api_error(request: Any, error: ApiError) -> JSONResponse:
+    async def api_error(request: Request, error: ApiError) -> JSONResponse:
         return answer(request, error.status, error.message)
 
-    async def library_error(request: Any, error: GlassformerError) -> JSONResponse:
+    async def library_error(request: Request, error: GlassformerError) -> JSONResponse:
         return answer(request, 422, str(error))
 
-    async def http_error(request: Any, error: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
         return answer(request, error.status_code, str(error.detail))
 
-    async def validation_error(request: Any, error: RequestValidationError) -> JSONResponse:
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
         return answer(request, 422, describe_validation(error.errors()))
 
     app.add_exception_handler(ApiError, api_error)
@@ -244,7 +249,7 @@ def describe_validation(errors: list[dict]) -> str:
     return one_line(f"{where}: {message}{more}" if where else f"{message}{more}")
 
 
-async def read_body(request: Any) -> bytes:
+async def read_body(request: Request) -> bytes:
     """The whole request body (BodyLimit has already bounded its size)."""
     chunks = []
     async for chunk in request.stream():
@@ -252,7 +257,7 @@ async def read_body(request: Any) -> bytes:
     return b"".join(chunks)
 
 
-def require_content_type(request: Any, *accepted: str) -> str:
+def require_content_type(request: Request, *accepted: str) -> str:
     """The request's media type, or ApiError 415 naming the accepted ones."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not any(media == a or (a.endswith("/*") and media.startswith(a[:-1])) for a in accepted):

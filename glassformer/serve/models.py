@@ -21,14 +21,19 @@ from glassformer.errors import GlassformerError
 from glassformer.voice.grammar import DEFAULT_GRAMMAR
 
 if TYPE_CHECKING:
+    import torch
+
+    from glassformer.models.gpt import GPT
     from glassformer.tasks.speech.listener import Listener
+    from glassformer.tasks.translation.inference import Translator
+    from glassformer.tokenizer.base import Tokenizer
 
 
 @dataclass
 class ServedModels:
     speech: dict[str, Listener] = field(default_factory=dict)  # grammar name -> its Listener
-    lm: tuple[Any, Any] | None = None  # (GPT, its tokenizer)
-    translator: Any = None  # tasks/translation/inference.Translator
+    lm: tuple[GPT, Tokenizer] | None = None  # the language model and its tokenizer
+    translator: Translator | None = None
     sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
 
     @property
@@ -99,7 +104,7 @@ def load_models(
     return served
 
 
-def parameter_count(model: Any) -> int:
+def parameter_count(model: torch.nn.Module) -> int:
     """Distinct parameters (a tied matrix counts once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 

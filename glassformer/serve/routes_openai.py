@@ -26,6 +26,7 @@ from glassformer.serve.http import ApiError, read_body, require_content_type
 from glassformer.serve.routes_speech import check_audible
 
 if TYPE_CHECKING:
+    from glassformer.serve.models import ServedModels
     from glassformer.tasks.speech.listener import Listener
 
 router = APIRouter()
@@ -40,9 +41,8 @@ async def form_fields(request: Request) -> tuple[bytes, dict[str, str]]:
     return await file_and_fields(request, await read_body(request), status=400)
 
 
-def choose_listener(state: Any, model: str | None) -> tuple[Listener, bool]:
+def choose_listener(served: ServedModels, model: str | None) -> tuple[Listener, bool]:
     """The Listener for `model`, and whether it answers with an intent (a grammar's)."""
-    served = state.served
     if not served.speech:
         raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
     if not model:
@@ -80,7 +80,7 @@ async def transcriptions(request: Request) -> dict | PlainTextResponse:
     grammar's name as `model`, also the intent and slots."""
     state = request.app.state
     data, fields = await form_fields(request)
-    listener, has_intent = choose_listener(state, fields.get("model"))
+    listener, has_intent = choose_listener(state.served, fields.get("model"))
     response_format = check_options(fields)
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)

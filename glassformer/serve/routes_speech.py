@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
@@ -32,6 +32,7 @@ from glassformer.serve.audio_upload import audio_bytes, decode_audio
 from glassformer.serve.http import ApiError
 
 if TYPE_CHECKING:
+    from glassformer.serve.models import ServedModels
     from glassformer.tasks.speech.listener import Listener
 from glassformer.audio.endpoint import SAMPLE_RATE
 
@@ -44,15 +45,15 @@ CLOSE_TOO_BIG = 1009
 router = APIRouter()
 
 
-def choose_speech(state: Any, grammar: str | None) -> tuple[str, Listener]:
+def choose_speech(served: ServedModels, grammar: str | None) -> tuple[str, Listener]:
     """The Listener of the named grammar (default: the first loaded), and its name."""
-    if not state.served.speech:
+    if not served.speech:
         raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
-    name = grammar or state.served.default_grammar
-    if name not in state.served.speech:
-        loaded = ", ".join(state.served.speech)
+    name = grammar or served.default_grammar
+    if name not in served.speech:
+        loaded = ", ".join(served.speech)
         raise ApiError(404, f"no grammar named {name!r} is loaded (loaded: {loaded})")
-    return name, state.served.speech[name]
+    return name, served.speech[name]
 
 
 def check_audible(waveform: np.ndarray) -> None:
@@ -66,7 +67,7 @@ async def transcribe(request: Request, grammar: str | None = None) -> dict:
     command: text, intent, slots, confidence, accepted, audio_seconds, elapsed_ms."""
     started = time.perf_counter()
     state = request.app.state
-    _, listener = choose_speech(state, grammar)
+    _, listener = choose_speech(state.served, grammar)
     data = await audio_bytes(request)
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)
@@ -111,7 +112,7 @@ async def listen(socket: WebSocket, grammar: str | None = None) -> None:
     await socket.accept()
     state = socket.app.state
     try:
-        name, listener = choose_speech(state, grammar)
+        name, listener = choose_speech(state.served, grammar)
     except ApiError as error:
         await socket.send_json({"type": "error", "error": error.message})
         await socket.close(CLOSE_POLICY)

@@ -20,13 +20,21 @@ import asyncio
 import json
 import threading
 import time
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from glassformer.serve.http import ApiError, describe_validation, one_line, require_content_type
+
+if TYPE_CHECKING:
+    from glassformer.decoding.config import DecodeConfig
+    from glassformer.models.gpt import GPT
+    from glassformer.serve.models import ServedModels
+    from glassformer.tasks.translation.inference import Translator
+    from glassformer.tokenizer.base import Tokenizer
 
 MAX_NEW_TOKENS = 1000  # generation longer than this is refused (one request holds the model)
 MAX_PROMPT_CHARS = 10_000
@@ -54,7 +62,7 @@ class GenerateRequest(BaseModel):
     seed: int = 1337
 
 
-def decode_config(body: GenerateRequest) -> Any:
+def decode_config(body: GenerateRequest) -> DecodeConfig:
     """The request's DecodeConfig, or ApiError 422 with DecodeConfig's own message."""
     from glassformer.decoding.config import DecodeConfig
     from glassformer.errors import ConfigError
@@ -79,18 +87,18 @@ class TextAttentionRequest(BaseModel):
     text: str = Field(..., min_length=1)
 
 
-def require_lm(state: Any) -> tuple[Any, Any]:
-    if state.served.lm is None:
+def require_lm(served: ServedModels) -> tuple[GPT, Tokenizer]:
+    if served.lm is None:
         raise ApiError(404, "no language model is loaded (start the server with --lm DIR)")
-    return state.served.lm
+    return served.lm
 
 
-def require_translator(state: Any) -> Any:
-    if state.served.translator is None:
+def require_translator(served: ServedModels) -> Translator:
+    if served.translator is None:
         raise ApiError(
             404, "no translation model is loaded (start the server with --translation DIR)"
         )
-    return state.served.translator
+    return served.translator
 
 
 class Stopped(Exception):
@@ -109,7 +117,7 @@ async def generate(body: GenerateRequest, request: Request) -> StreamingResponse
     from glassformer.tasks.lm.inference import encode_prompt, generate_text
 
     state = request.app.state
-    model, tokenizer = require_lm(state)
+    model, tokenizer = require_lm(state.served)
     config = decode_config(body)
     # every check before the stream starts, so a bad request is a 4xx, not an event: a
     # prompt the tokenizer cannot encode raises a GlassformerError here (422)
@@ -136,7 +144,7 @@ async def generate(body: GenerateRequest, request: Request) -> StreamingResponse
 
     worker = asyncio.ensure_future(state.thread.run(work))
 
-    async def events() -> Any:
+    async def events() -> AsyncIterator[str]:
         try:
             while True:
                 event, data = await queue.get()
@@ -156,7 +164,7 @@ async def translate(body: TranslateRequest, request: Request) -> dict:
     from glassformer.tasks.translation.inference import translate as translate_texts
 
     state = request.app.state
-    translator = require_translator(state)
+    translator = require_translator(state.served)
     started = time.perf_counter()
     (translation,) = await state.thread.run(
         translate_texts, translator, [body.text], body.beam_size
@@ -179,11 +187,11 @@ async def attention(request: Request, model: str | None = None, text: str | None
         except ValidationError as error:
             raise ApiError(422, describe_validation(error.errors())) from None
         if body.model == "lm":
-            lm, tokenizer = require_lm(state)
+            lm, tokenizer = require_lm(state.served)
             kinds = await state.thread.run(maps.lm_attention, lm, tokenizer, body.text)
         else:
             kinds = await state.thread.run(
-                maps.translation_attention, require_translator(state), body.text
+                maps.translation_attention, require_translator(state.served), body.text
             )
         return {"model": body.model, "kinds": kinds}
     if model not in (None, "speech"):
@@ -191,7 +199,7 @@ async def attention(request: Request, model: str | None = None, text: str | None
     from glassformer.serve.audio_upload import audio_bytes, decode_audio
     from glassformer.serve.routes_speech import check_audible, choose_speech
 
-    _, speech = choose_speech(state, None)
+    _, speech = choose_speech(state.served, None)
     data = await audio_bytes(request)  # 415 for anything but JSON, audio or a form
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)
