@@ -26,11 +26,27 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
+from wyoming.asr import Transcribe, Transcript
+from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import (
+    AsrModel,
+    AsrProgram,
+    Attribution,
+    Describe,
+    Info,
+    IntentModel,
+    IntentProgram,
+)
+from wyoming.intent import Entity, Intent, NotRecognized, Recognize
+from wyoming.server import AsyncEventHandler, AsyncServer
 
 from glassformer.audio.endpoint import SAMPLE_RATE
 from glassformer.errors import GlassformerError
@@ -38,6 +54,7 @@ from glassformer.tasks.speech.listener import Listener
 
 MAX_COMMAND_SECONDS = 30.0  # a longer stream is refused as not a spoken command
 ATTRIBUTION = ("glassformer", "https://pypi.org/project/glassformer/")
+Returned = TypeVar("Returned")  # what a function run on the model thread returns
 
 
 @dataclass
@@ -49,15 +66,13 @@ class Service:
     source: str
     executor: ThreadPoolExecutor
 
-    async def run(self, function: Any, *args: Any) -> Any:
+    async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
         call = functools.partial(function, *args)
         return await asyncio.get_running_loop().run_in_executor(self.executor, call)
 
 
-def describe(service: Service) -> Any:
+def describe(service: Service) -> Event:
     """The info event: an ASR program (the model and each grammar) and intent programs."""
-    from wyoming.info import AsrModel, AsrProgram, Attribution, Info, IntentModel, IntentProgram
-
     by = Attribution(*ATTRIBUTION)
     models = [
         AsrModel(name, by, True, description, None, ["en"])
@@ -82,10 +97,8 @@ def describe(service: Service) -> Any:
     return Info(asr=[asr], intent=intents).event()
 
 
-def intent_event(listener: Listener, text: str) -> Any:
+def intent_event(listener: Listener, text: str) -> Event:
     """The grammar's reading of `text`: an intent with its slots as entities, or not."""
-    from wyoming.intent import Entity, Intent, NotRecognized
-
     command = listener.grammar.parse(text) if listener.grammar is not None else None
     if command is None:
         return NotRecognized(text=text).event()
@@ -93,94 +106,87 @@ def intent_event(listener: Listener, text: str) -> Any:
     return Intent(command.intent, entities, text=command.text).event()
 
 
-def make_handler(service: Service) -> Any:
-    """A handler class bound to the shared service (the wyoming server makes one per client)."""
-    from wyoming.asr import Transcribe, Transcript
-    from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
-    from wyoming.error import Error
-    from wyoming.info import Describe
-    from wyoming.intent import Recognize
-    from wyoming.server import AsyncEventHandler
+class Handler(AsyncEventHandler):
+    """One client's connection (the wyoming server makes one per client, through serve)."""
 
-    class Handler(AsyncEventHandler):
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
-            self.model, self.wants_intent = service.source, False
-            self.audio: list[bytes] | None = None  # between audio-start and audio-stop
-            self.converter = AudioChunkConverter(rate=SAMPLE_RATE, width=2, channels=1)
+    def __init__(
+        self, service: Service, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        super().__init__(reader, writer)
+        self.service = service
+        self.model, self.wants_intent = service.source, False
+        self.audio: list[bytes] | None = None  # between audio-start and audio-stop
+        self.converter = AudioChunkConverter(rate=SAMPLE_RATE, width=2, channels=1)
 
-        async def handle_event(self, event: Any) -> bool:
-            try:
-                if Describe.is_type(event.type):
-                    await self.write_event(describe(service))
-                elif Transcribe.is_type(event.type):
-                    self.choose(Transcribe.from_event(event))
-                elif AudioStart.is_type(event.type):
-                    self.audio = []
-                elif AudioChunk.is_type(event.type):
-                    self.take(AudioChunk.from_event(event))
-                elif AudioStop.is_type(event.type):
-                    await self.answer()
-                elif Recognize.is_type(event.type):
-                    recognize = Recognize.from_event(event)
-                    name = (recognize.context or {}).get("grammar") or next(iter(service.listeners))
-                    await self.write_event(intent_event(self.listener(name), recognize.text))
-            except GlassformerError as error:
-                self.audio = None
-                await self.write_event(Error(text=str(error), code="bad-request").event())
-            return True
-
-        def listener(self, name: str) -> Listener:
-            if name in service.listeners:
-                return service.listeners[name]
-            if name == service.source:
-                return next(iter(service.listeners.values())).fork(constrain=False)
-            known = ", ".join([service.source, *service.listeners])
-            raise GlassformerError(f"no model named {name!r} (models: {known})")
-
-        def choose(self, transcribe: Any) -> None:
-            self.model = transcribe.name or service.source
-            self.listener(self.model)  # an unknown name is an error now, not after the audio
-            self.wants_intent = bool((transcribe.context or {}).get("intent"))
-
-        def take(self, chunk: Any) -> None:
-            if self.audio is None:
-                raise GlassformerError("audio-chunk before audio-start")
-            self.audio.append(self.converter.convert(chunk).audio)
-            seconds = sum(map(len, self.audio)) / 2 / SAMPLE_RATE
-            if seconds > MAX_COMMAND_SECONDS:
-                raise GlassformerError(
-                    f"more than {MAX_COMMAND_SECONDS:g} s of audio: not a spoken command"
-                )
-
-        async def answer(self) -> None:
-            if not self.audio:
-                raise GlassformerError("audio-stop with no audio")
-            pcm = np.frombuffer(b"".join(self.audio), dtype="<i2")
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            if Describe.is_type(event.type):
+                await self.write_event(describe(self.service))
+            elif Transcribe.is_type(event.type):
+                self.choose(Transcribe.from_event(event))
+            elif AudioStart.is_type(event.type):
+                self.audio = []
+            elif AudioChunk.is_type(event.type):
+                self.take(AudioChunk.from_event(event))
+            elif AudioStop.is_type(event.type):
+                await self.answer()
+            elif Recognize.is_type(event.type):
+                recognize = Recognize.from_event(event)
+                default = next(iter(self.service.listeners))
+                name = (recognize.context or {}).get("grammar") or default
+                await self.write_event(intent_event(self.listener(name), recognize.text))
+        except GlassformerError as error:
             self.audio = None
-            listener = self.listener(self.model)
-            result = await service.run(listener.understand, pcm)
-            await self.send_transcript(result.text)
-            await self.write_event(Transcript(text=result.text).event())
-            if self.wants_intent:
-                await self.write_event(intent_event(listener, result.text))
+            await self.write_event(Error(text=str(error), code="bad-request").event())
+        return True
 
-        async def send_transcript(self, text: str) -> None:
-            """The streaming transcript events, where this wyoming version has them."""
-            try:
-                from wyoming.asr import TranscriptChunk, TranscriptStart, TranscriptStop
-            except ImportError:
-                return
-            await self.write_event(TranscriptStart().event())
-            await self.write_event(TranscriptChunk(text=text).event())
-            await self.write_event(TranscriptStop().event())
+    def listener(self, name: str) -> Listener:
+        if name in self.service.listeners:
+            return self.service.listeners[name]
+        if name == self.service.source:
+            return next(iter(self.service.listeners.values())).fork(constrain=False)
+        known = ", ".join([self.service.source, *self.service.listeners])
+        raise GlassformerError(f"no model named {name!r} (models: {known})")
 
-    return Handler
+    def choose(self, transcribe: Transcribe) -> None:
+        self.model = transcribe.name or self.service.source
+        self.listener(self.model)  # an unknown name is an error now, not after the audio
+        self.wants_intent = bool((transcribe.context or {}).get("intent"))
+
+    def take(self, chunk: AudioChunk) -> None:
+        if self.audio is None:
+            raise GlassformerError("audio-chunk before audio-start")
+        self.audio.append(self.converter.convert(chunk).audio)
+        seconds = sum(map(len, self.audio)) / 2 / SAMPLE_RATE
+        if seconds > MAX_COMMAND_SECONDS:
+            raise GlassformerError(
+                f"more than {MAX_COMMAND_SECONDS:g} s of audio: not a spoken command"
+            )
+
+    async def answer(self) -> None:
+        if not self.audio:
+            raise GlassformerError("audio-stop with no audio")
+        pcm = np.frombuffer(b"".join(self.audio), dtype="<i2")
+        self.audio = None
+        listener = self.listener(self.model)
+        result = await self.service.run(listener.understand, pcm)
+        await self.send_transcript(result.text)
+        await self.write_event(Transcript(text=result.text).event())
+        if self.wants_intent:
+            await self.write_event(intent_event(listener, result.text))
+
+    async def send_transcript(self, text: str) -> None:
+        """The streaming transcript events, where this wyoming version has them."""
+        try:
+            from wyoming.asr import TranscriptChunk, TranscriptStart, TranscriptStop
+        except ImportError:
+            return
+        await self.write_event(TranscriptStart().event())
+        await self.write_event(TranscriptChunk(text=text).event())
+        await self.write_event(TranscriptStop().event())
 
 
 async def serve(uri: str, service: Service) -> None:
     """Serve Wyoming clients at `uri` (tcp://HOST:PORT, unix://PATH) until stopped."""
-    from wyoming.server import AsyncServer
-
     server = AsyncServer.from_uri(uri)
-    await server.run(make_handler(service))
+    await server.run(functools.partial(Handler, service))
