@@ -124,10 +124,6 @@ class StaticStep:
         if model.training:
             raise ValueError("StaticStep needs the model in eval mode (model.eval())")
         self.model = model
-        for module in model.modules():  # stack q/k/v now: the compiled graph reads the stack
-            if hasattr(module, "qkv_weight"):
-                with torch.no_grad():
-                    module.qkv_weight()
         self.compiled = (
             torch.compile(own_copy(self.forward), dynamic=False, options=COMPILE_OPTIONS)
             if compile

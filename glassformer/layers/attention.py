@@ -10,9 +10,9 @@ Two paths compute the same thing: the explicit one (teaches, returns probabiliti
 torch.nn.functional.scaled_dot_product_attention (fused kernels). tests/layers/test_attention.py
 checks that they agree.
 
-Training and decoding compute self-attention's q, k, v as one stacked (3*D, D) product (one
-larger matrix product is faster than three small ones); the three projections stay separate
-modules and parameters, so checkpoints, conversions and traces see q_proj, k_proj, v_proj. The
+Training computes self-attention's q, k, v as one stacked (3*D, D) product (one larger matrix
+product is faster than three small ones); the three projections stay separate modules and
+parameters, so checkpoints, conversions and traces see q_proj, k_proj, v_proj. The
 beams of one clip ask their shared encoder memory together, as one longer row of queries
 (fold_rows). Both are tested equal to the plain computation (tests/layers/test_kv_cache.py,
 tests/layers/test_attention.py).
@@ -99,40 +99,32 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias=bias and key_bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.fused_qkv = True  # training, decoding: q, k, v as one product (project_qkv)
-        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # kept, qkv_weight()
-        self.fused_key: tuple | None = None  # the weights' identities and versions it was made of
+        self.fused_qkv = True  # training: q, k, v as one product (project_qkv)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (B, H, T, Dh): each head gets its own Dh-wide slice of every position."""
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, Dh)
 
-    def project_qkv(
-        self, x: torch.Tensor, decoding: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention's queries, keys and values: three projections of the same x.
 
-        Two cases fuse them into one (3*D, D) matrix product, the same numbers up to float
-        rounding with a third of the operator calls:
-          * training (train mode, gradients on): the three weights are stacked afresh on every
-            call, so the gradients flow back into q_proj, k_proj and v_proj (one product of
-            width 3*D runs faster on a CPU than three of width D, forward and backward);
-          * decoding (`decoding`: a KV cache is given, eval mode, no gradients): the stack is
-            kept between steps (qkv_weight), as a decode step of a small model pays per call.
-        Everything else (evaluation, traces that hook q_proj), and `fused_qkv = False`,
-        computes the three one by one, as written in the paper: the reference path.
+        In training (train mode, gradients on) the three weights are stacked into one (3*D, D)
+        matrix on every call and applied as one product: the same numbers up to float
+        rounding, and one product of width 3*D runs faster on a CPU than three of width D,
+        forward and backward. The stack is made afresh from q_proj, k_proj and v_proj each
+        time, so the gradients flow back into them and nothing has to notice when an
+        optimizer changes the weights. Everything else (decoding, evaluation, traces that hook
+        q_proj), and `fused_qkv = False`, computes the three one by one, as written in the
+        paper: a kept stack measured no faster for decoding (docs/benchmarks.md).
 
         Shapes:
             x: (B, T, D)   returns: q, k, v, each (B, H, T, Dh)
         """
-        grad = torch.is_grad_enabled()
-        training = self.training and grad
-        decoding = decoding and not self.training and not grad
-        if not self.fused_qkv or not (training or decoding):
+        if not (self.fused_qkv and self.training and torch.is_grad_enabled()):
             return tuple(self.split_heads(p(x)) for p in (self.q_proj, self.k_proj, self.v_proj))
         B, T, _ = x.shape
-        weight, bias = self.stack_qkv() if training else self.qkv_weight()  # (3*D, D), (3*D,)/None
+        weight, bias = self.stack_qkv()  # (3*D, D), (3*D,) or None
         qkv = F.linear(x, weight, bias).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3*D)
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)  # three (B, H, T, Dh) views
 
@@ -149,34 +141,6 @@ class MultiHeadAttention(nn.Module):
         zeros = self.q_proj.weight.new_zeros(self.q_proj.out_features)  # no bias adds 0
         bias = torch.cat([zeros if p.bias is None else p.bias for p in projections])  # (3*D,)
         return weight, bias
-
-    def qkv_weight(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """q_proj, k_proj and v_proj stacked: (3*D, D) and (3*D,), or None without biases.
-
-        The stack is kept until a weight changes: one more copy of the three matrices in
-        memory, two operator calls less per layer and step. A change is noticed by the
-        tensors' storage and version counter (load_state_dict, .to(), in-place edits), and
-        every train()/eval() switch drops the stack: torch's fused AdamW updates weights
-        without bumping their version counter. Weights made inside inference mode have no
-        version counter: for them it is stacked on every call.
-        """
-        if torch.compiler.is_compiling() and self.fused is not None:
-            return self.fused  # stacked before compiling (decoding/static.py)
-        projections = (self.q_proj, self.k_proj, self.v_proj)
-        params = [t for p in projections for t in (p.weight, p.bias) if t is not None]
-        key = None
-        if not any(t.is_inference() for t in params):
-            key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
-            if key == self.fused_key:
-                return self.fused
-        weight, bias = self.stack_qkv()
-        if key is not None:
-            self.fused, self.fused_key = (weight, bias), key
-        return weight, bias
-
-    def train(self, mode: bool = True) -> MultiHeadAttention:
-        self.fused = self.fused_key = None  # the weights may have been trained: restack
-        return super().train(mode)
 
     def project_memory(
         self, memory: torch.Tensor, cache: AttentionCache | None, batch: int
@@ -235,7 +199,7 @@ class MultiHeadAttention(nn.Module):
                 out = unfold_rows(out, B)  # (B, H, T, Dh)
                 probs = None if probs is None else unfold_rows(probs, B)  # (B, H, T, S)
         else:
-            q, k, v = self.project_qkv(x, decoding=cache is not None)  # (B, H, T, Dh) each
+            q, k, v = self.project_qkv(x)  # (B, H, T, Dh) each
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, H, S_past + T, Dh)
             out, probs = self.attend(q, k, v, attn_mask, is_causal, need_weights)
