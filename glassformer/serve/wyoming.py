@@ -15,17 +15,25 @@ Built on the `wyoming` package (its events, server and audio converter; no proto
                                         from the grammar context {"grammar": NAME} names (else
                                         the first)
 
-Audio in any rate, width or channel count is converted to 16 kHz 16-bit mono. A stream longer
-than the server's command limit, an unknown model or audio without audio-start gets an
-`error` event; garbage ends that client's connection; other clients are served on. Every
-model call runs on one worker thread, as in the HTTP server. Not here: wake words, TTS, and a
-bound on a lying payload_length (the wyoming package reads the payload it is promised).
+Audio in any rate, 1 to 4-byte width, mono or stereo, is converted to 16 kHz 16-bit mono.
+Every model call runs on one worker thread, as in the HTTP server. Bad input costs its client
+an answer, never the server its memory nor other clients their service. A bad request (a
+stream past MAX_COMMAND_SECONDS, an unknown model, audio before audio-start, a field of the
+wrong type) gets one `error` event, and the connection goes on (a refused stream's remaining
+chunks are dropped). What cannot be read as events (garbage, a data_length or payload_length
+over its limit, an event not sent whole within event_timeout_s of its first byte, a stream
+that rests that long without audio-stop) gets one `error` event and a close. read_event
+checks each length before it reads a byte; the wyoming package's own reader reads whatever
+payload_length promises, however long that takes. Not here: wake words, TTS, limits on idle
+connections between streams or on how many clients connect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,6 +61,13 @@ from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.listener import Listener
 
 MAX_COMMAND_SECONDS = 30.0  # a longer stream is refused as not a spoken command
+MAX_HEADER_BYTES = 64 * 1024  # an event's JSON line: asyncio's StreamReader limit, kept by
+# the wyoming package's servers (a longer line is refused as it is read)
+MAX_DATA_BYTES = 64 * 1024  # data_length: an event's extra JSON (text, context), never audio
+MAX_PAYLOAD_BYTES = 1024 * 1024  # payload_length: one chunk of audio; 32 s of 16 kHz 16-bit
+# mono, where Home Assistant sends 1024 samples (2 KB) a chunk
+EVENT_TIMEOUT_S = 10.0  # s: to send an event whole once it has begun, and between the events
+# of an audio stream (a live stream sends a chunk every ~0.06 s)
 ATTRIBUTION = ("glassformer", "https://pypi.org/project/glassformer/")
 Returned = TypeVar("Returned")  # what a function run on the model thread returns
 
@@ -65,6 +80,7 @@ class Service:
     listeners: dict[str, Listener]
     source: str
     executor: ThreadPoolExecutor
+    event_timeout_s: float = EVENT_TIMEOUT_S  # tests shorten it
 
     async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
         call = functools.partial(function, *args)
@@ -106,6 +122,101 @@ def intent_event(listener: Listener, text: str) -> Event:
     return Intent(command.intent, entities, text=command.text).event()
 
 
+class BadEvent(Exception):
+    """What the client sent cannot be read as a Wyoming event, so the rest of its stream
+    cannot be either: the client is told why and its connection closed."""
+
+
+def length_field(header: dict, key: str, limit: int) -> int:
+    """A header's data_length or payload_length, 0 when absent; BadEvent past `limit`.
+
+    Example: {"payload_length": 3200}, "payload_length", 1048576 -> 3200
+    """
+    value = header.get(key)
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadEvent(f"{key} {value!r} is not a number of bytes")
+    if value > limit:
+        raise BadEvent(f"{key} {value} is over this server's limit of {limit} bytes")
+    return value
+
+
+def event_header(line: bytes) -> tuple[dict, int, int]:
+    """An event's JSON line, checked, and the lengths of its data and payload (which follow)."""
+    try:
+        header = json.loads(line)
+    except ValueError:  # not JSON, or not text (UnicodeDecodeError is a ValueError)
+        raise BadEvent("not a Wyoming event: an event begins with a line of JSON") from None
+    if not isinstance(header, dict) or not isinstance(header.get("type"), str):
+        raise BadEvent('not a Wyoming event: its JSON line has no "type"')
+    if not isinstance(header.get("data") or {}, dict):
+        raise BadEvent('not a Wyoming event: its "data" is not an object')
+    data_length = length_field(header, "data_length", MAX_DATA_BYTES)
+    return header, data_length, length_field(header, "payload_length", MAX_PAYLOAD_BYTES)
+
+
+async def read_event(
+    reader: asyncio.StreamReader, timeout_s: float, idle_s: float | None = None
+) -> Event | None:
+    """The client's next event, or None when it closes the connection (mid-event included).
+
+    Waits idle_s (None: as long as it takes) for the event's first byte, then timeout_s for
+    the rest. Each length is checked before anything it counts is read, so neither a
+    payload_length that lies nor a client that stalls holds more than one event's limits.
+
+    Raises:
+        BadEvent: the event cannot be read (see event_header), or took over timeout_s.
+        TimeoutError: no byte within idle_s.
+    """
+    async with asyncio.timeout(idle_s):
+        first = await reader.read(1)
+    if not first:
+        return None
+    try:
+        async with asyncio.timeout(timeout_s):
+            try:
+                line = first + await reader.readline()
+            except ValueError:  # asyncio's limit (LimitOverrunError), as wyoming's reader has
+                raise BadEvent(f"an event's JSON line is over {MAX_HEADER_BYTES} bytes") from None
+            header, data_length, payload_length = event_header(line)
+            data = header.get("data") or {}
+            if data_length:
+                extra = json.loads(await reader.readexactly(data_length))
+                if not isinstance(extra, dict):
+                    raise BadEvent("an event's data is not a JSON object")
+                data |= extra
+            payload = await reader.readexactly(payload_length) if payload_length else None
+    except TimeoutError:
+        raise BadEvent(f"an event was not sent whole within {timeout_s:g} s") from None
+    except asyncio.IncompleteReadError:
+        return None
+    except ValueError:  # the data's JSON
+        raise BadEvent("an event's data is not JSON") from None
+    return Event(type=header["type"], data=data, payload=payload)
+
+
+FIELDS = {  # event type -> the data fields read here, their JSON types, whether required
+    "transcribe": {"name": (str, False), "context": (dict, False)},
+    "recognize": {"text": (str, True), "context": (dict, False)},
+    "audio-chunk": {"rate": (int, True), "width": (int, True), "channels": (int, True)},
+}
+
+
+def check_fields(event: Event) -> None:
+    """GlassformerError unless the fields read here have their JSON types (FIELDS).
+
+    Example: audio-chunk {"rate": "fast", "width": 2, "channels": 1} -> GlassformerError
+    """
+    for key, (kind, required) in FIELDS.get(event.type, {}).items():
+        value = event.data.get(key)
+        if value is None and not required:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            shown = "missing" if value is None else f"{value!r}, not {kind.__name__}"
+            raise GlassformerError(f"{event.type}: {key} is {shown}")
+
+
 class Handler(AsyncEventHandler):
     """One client's connection (the wyoming server makes one per client, through serve)."""
 
@@ -116,27 +227,56 @@ class Handler(AsyncEventHandler):
         self.service = service
         self.model, self.wants_intent = service.source, False
         self.audio: list[bytes] | None = None  # between audio-start and audio-stop
+        self.seconds = 0.0  # of audio in the stream so far, counted before conversion
+        self.refused = False  # the stream got an error: drop its chunks up to audio-stop
         self.converter = AudioChunkConverter(rate=SAMPLE_RATE, width=2, channels=1)
+
+    async def run(self) -> None:
+        """Answer events until the client leaves or sends what cannot be read (read_event)."""
+        self._is_running = True
+        timeout_s = self.service.event_timeout_s
+        try:
+            while self._is_running:
+                idle_s = timeout_s if self.audio is not None else None  # mid-stream
+                event = await read_event(self.reader, timeout_s, idle_s)
+                if event is None or not await self.handle_event(event):
+                    break
+        except BadEvent as error:
+            await self.refuse(str(error))
+        except TimeoutError:
+            await self.refuse(f"an audio stream rested {timeout_s:g} s without its audio-stop")
+        except ConnectionError:
+            pass  # the client went away while it was answered
+        finally:
+            await self.disconnect()
+            self.writer.close()
+
+    async def refuse(self, message: str) -> None:
+        """The last word to a client whose stream cannot be read on."""
+        with contextlib.suppress(ConnectionError):
+            await self.write_event(Error(text=message, code="bad-request").event())
 
     async def handle_event(self, event: Event) -> bool:
         try:
+            check_fields(event)
             if Describe.is_type(event.type):
                 await self.write_event(describe(self.service))
             elif Transcribe.is_type(event.type):
                 self.choose(Transcribe.from_event(event))
             elif AudioStart.is_type(event.type):
-                self.audio = []
+                self.start()
             elif AudioChunk.is_type(event.type):
                 self.take(AudioChunk.from_event(event))
+            elif AudioStop.is_type(event.type) and self.refused:
+                self.refused = False  # the stream was answered with its error already
             elif AudioStop.is_type(event.type):
                 await self.answer()
             elif Recognize.is_type(event.type):
                 recognize = Recognize.from_event(event)
                 default = next(iter(self.service.listeners))
-                name = (recognize.context or {}).get("grammar") or default
+                name = str((recognize.context or {}).get("grammar") or default)
                 await self.write_event(intent_event(self.listener(name), recognize.text))
         except GlassformerError as error:
-            self.audio = None
             await self.write_event(Error(text=str(error), code="bad-request").event())
         return True
 
@@ -149,25 +289,49 @@ class Handler(AsyncEventHandler):
         raise GlassformerError(f"no model named {name!r} (models: {known})")
 
     def choose(self, transcribe: Transcribe) -> None:
+        self.refused = False
         self.model = transcribe.name or self.service.source
         self.listener(self.model)  # an unknown name is an error now, not after the audio
         self.wants_intent = bool((transcribe.context or {}).get("intent"))
 
+    def start(self) -> None:
+        self.audio, self.seconds, self.refused = [], 0.0, False
+        self.converter = AudioChunkConverter(rate=SAMPLE_RATE, width=2, channels=1)
+
     def take(self, chunk: AudioChunk) -> None:
+        """Add a chunk to the stream; the first bad chunk refuses the rest of its stream."""
+        if self.refused:
+            return
         if self.audio is None:
             raise GlassformerError("audio-chunk before audio-start")
-        self.audio.append(self.converter.convert(chunk).audio)
-        seconds = sum(map(len, self.audio)) / 2 / SAMPLE_RATE
-        if seconds > MAX_COMMAND_SECONDS:
+        try:
+            self.audio.append(self.convert(chunk))
+        except GlassformerError:
+            self.audio, self.refused = None, True
+            raise
+
+    def convert(self, chunk: AudioChunk) -> bytes:
+        """The chunk as 16 kHz 16-bit mono, its format and length checked first: the
+        conversion's output is bounded by MAX_COMMAND_SECONDS whatever the rate claimed."""
+        if chunk.width not in (1, 2, 3, 4) or chunk.channels not in (1, 2) or chunk.rate < 1:
+            raise GlassformerError(
+                f"audio of rate {chunk.rate}, width {chunk.width}, {chunk.channels} channels: "
+                "give a positive rate, width 1 to 4 bytes, 1 or 2 channels"
+            )
+        if len(chunk.audio) % (chunk.width * chunk.channels):
+            raise GlassformerError(f"an audio-chunk of {len(chunk.audio)} bytes: not whole frames")
+        self.seconds += chunk.seconds
+        if self.seconds > MAX_COMMAND_SECONDS:
             raise GlassformerError(
                 f"more than {MAX_COMMAND_SECONDS:g} s of audio: not a spoken command"
             )
+        return self.converter.convert(chunk).audio
 
     async def answer(self) -> None:
-        if not self.audio:
+        audio, self.audio = self.audio, None
+        if not audio:
             raise GlassformerError("audio-stop with no audio")
-        pcm = np.frombuffer(b"".join(self.audio), dtype="<i2")
-        self.audio = None
+        pcm = np.frombuffer(b"".join(audio), dtype="<i2")
         listener = self.listener(self.model)
         result = await self.service.run(listener.understand, pcm)
         await self.send_transcript(result.text)
