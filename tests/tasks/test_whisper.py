@@ -131,6 +131,11 @@ def test_cli_json_list_and_a_saved_checkpoint(
     assert row["slots"] == {"digit": "seven"} and set(row) >= {"text", "confidence"}
     assert main(["import", "whisper", "whisper-tiny.en", "--out", str(tmp_path / "ckpt")]) == 0
     capsys.readouterr()
+    header = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    assert header["decoding"]["word_prefix"] == " "  # said in the checkpoint, not guessed
+    del header["decoding"]["word_prefix"]  # a checkpoint imported before it was said
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(header))
+    assert load_speech_model(tmp_path / "ckpt").word_prefix == " "
     assert main([args[0], str(tmp_path / "ckpt"), *args[2:]]) == 0
     [again] = json.loads(capsys.readouterr().out)
     timing = ("elapsed_ms",)  # the only field that may differ: the checkpoint is the same model
@@ -203,6 +208,7 @@ def test_fine_tuning_trains_the_decoder_only_and_resumes_exactly(tmp_path: Path)
     assert losses[-1] < losses[0]
     tuned = load_speech_model(tmp_path / "straight" / "last")
     assert tuned.prompt == load_speech_model("whisper-tiny.en").prompt
+    assert tuned.word_prefix == " " and tuned.context_token is None  # learnt: no context
     assert tuned.grammar is not None and tuned.grammar.accepts("seven")
 
 

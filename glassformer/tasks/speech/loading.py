@@ -34,8 +34,9 @@ def load_speech_model(
     features.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
-    none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token) come
-    from its importer; a model trained here starts from <bos> and ends with <eos>.
+    none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token,
+    word_prefix) come from its importer; a model trained here starts from <bos> and ends
+    with <eos>.
     """
     from glassformer.tasks.speech.pretrained import is_pretrained_source, load_pretrained
     from glassformer.tokenizer.io import load_tokenizer
@@ -67,6 +68,7 @@ def load_speech_model(
         list(decoding.get("suppress_at_start", [])),
         float(decoding.get("reject_below", 0.3)),
         context_token=decoding.get("context_token"),  # an imported zero-shot Whisper's
+        word_prefix=str(decoding.get("word_prefix", legacy_word_prefix(decoding))),
     )
     return use_grammar(speech, Grammar.from_yaml(grammar_path) if grammar_path else None)
 
@@ -94,4 +96,10 @@ def grammar_phrases(grammar: Grammar, per_slot: int = 12) -> list[str]:
 def default_decoding(tokenizer: Tokenizer) -> dict:
     """A model trained here: start from <bos>, end with <eos>, never write <pad> or <bos>."""
     pad, bos, eos = special_ids(tokenizer)
-    return {"prompt": [bos], "eos": eos, "suppress": [pad, bos]}
+    return {"prompt": [bos], "eos": eos, "suppress": [pad, bos], "word_prefix": ""}
+
+
+def legacy_word_prefix(decoding: dict) -> str:
+    """A checkpoint written before "word_prefix" was kept: Whisper's (imported or fine-tuned)
+    were the ones with a prompt of several tokens."""
+    return " " if len(decoding["prompt"]) > 1 else ""

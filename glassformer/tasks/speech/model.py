@@ -31,12 +31,21 @@ class SpeechModel:
     context_token: int | None = None  # Whisper's <|startofprev|>: the model reads a text
     # context before its prompt; use_grammar puts the grammar's phrases there (zero-shot)
     context: list[int] = field(default_factory=list)  # [context_token, the phrases' tokens]
+    word_prefix: str = ""  # what comes before a transcript's first word: Whisper writes
+    # " book" (its words carry their space), a model trained here "book"
 
-    @property
-    def word_prefix(self) -> str:
-        """What comes before a transcript's first word: Whisper (several prompt tokens)
-        writes " book", a model trained here "book"."""
-        return " " if len(self.prompt) > 1 else ""
+    def decoding_rules(self) -> dict:
+        """How decoding starts, ends and writes words: the "decoding" table a checkpoint keeps
+        (tasks/speech/loading.py reads it back)."""
+        return {
+            "prompt": self.prompt,
+            "eos": self.eos,
+            "suppress": self.suppress,
+            "suppress_at_start": self.suppress_at_start,
+            "reject_below": self.reject_below,
+            "context_token": self.context_token,
+            "word_prefix": self.word_prefix,
+        }
 
     @property
     def start(self) -> list[int]:

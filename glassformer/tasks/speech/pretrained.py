@@ -208,6 +208,7 @@ def whisper_decoding(tokenizer: Tokenizer, vocab_size: int, ct2_config: dict) ->
         "suppress": suppress,
         "suppress_at_start": at_start,
         "reject_below": WHISPER_REJECT_BELOW,
+        "word_prefix": " ",  # Whisper's words carry their leading space: " book"
     }
 
 
@@ -236,6 +237,7 @@ def load_pretrained(source: str | Path, device: str = "cpu"):  # noqa: ANN201
         decoding["suppress_at_start"],
         decoding["reject_below"],
         context_token=tokenizer.special_tokens.get("<|startofprev|>"),
+        word_prefix=decoding["word_prefix"],
     )
 
 
@@ -250,14 +252,7 @@ def import_whisper(source: str | Path, out: str | Path) -> Path:
         "task": "speech",
         "tokenizer": TOKENIZER_FILE,
         "features": speech.features.__dict__,
-        "decoding": {
-            "prompt": speech.prompt,
-            "eos": speech.eos,
-            "suppress": speech.suppress,
-            "suppress_at_start": speech.suppress_at_start,
-            "reject_below": speech.reject_below,
-            "context_token": speech.context_token,
-        },
+        "decoding": speech.decoding_rules(),
         "source": str(source),
     }
     write = lambda directory: speech.tokenizer.save(directory / TOKENIZER_FILE)  # noqa: E731

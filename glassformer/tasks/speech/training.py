@@ -249,13 +249,8 @@ def pretrained_start(
     pad = next((t for t in speech.suppress if t not in given), None)
     if pad is None:
         raise GlassformerError(f"{init}: no token to pad transcripts with")
-    decoding = {
-        "prompt": speech.prompt,
-        "eos": speech.eos,
-        "suppress": speech.suppress,
-        "suppress_at_start": speech.suppress_at_start,
-        "reject_below": speech.reject_below,
-    }
+    decoding = {**speech.decoding_rules(), "context_token": None}  # it learns the grammar:
+    # no context prompt
     return (
         model,
         speech.tokenizer,
