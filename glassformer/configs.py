@@ -139,19 +139,23 @@ def field_comments(cls: type) -> dict[str, str]:
 
 
 def add_config_flags(
-    parser: Any, cls: type, skip: Iterable[str] = (), aliases: Mapping[str, str] | None = None
+    parser: Any,
+    cls: type,
+    skip: Iterable[str] = (),
+    aliases: Mapping[str, str] | None = None,
+    layered: bool = False,
 ) -> None:
     """Add `--field-name` for every field of `cls` (help from its comment, default None so that
     only flags actually given override the preset and the TOML file); `aliases` adds a second
     spelling for some fields, e.g. {"beam_size": "--beam"}.
 
     The help ends with the dataclass default, which --help would otherwise not show (the flag's
-    own default is None); on a parser with --preset it adds that the preset may differ.
+    own default is None); `layered` (a training command: presets, --config) adds that the
+    preset may differ.
     """
     import argparse
 
     comments = field_comments(cls)
-    layered = parser.get_default("preset") is not None  # a training command: presets, --config
     group = parser.add_argument_group(f"{cls.__name__} fields")
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -238,9 +242,10 @@ def run_settings(
     the preset's tables, or when resuming the saved run's settings from
     OUT/last/config.json (so the same model is rebuilt); then the TOML file; then flags.
 
-    `derived` names model fields the data decides (e.g. the vocabulary size): they are
-    dropped from the saved settings and refused in the TOML file. `classes` maps each table
-    to its config class, so that an unknown key in the TOML file is an error naming the file.
+    `derived` names model fields the data decides (e.g. the vocabulary size) or the task
+    fixes: they are dropped from the saved settings and refused in the TOML file. `classes`
+    maps each table to its config class, so that an unknown key in the TOML file is an error
+    naming the file.
     """
     import json
     from pathlib import Path
@@ -252,7 +257,9 @@ def run_settings(
     derived = set(derived)
     given = sorted(derived & set(toml["model"]))
     if given:
-        raise GlassformerError(f"{', '.join(given)} come(s) from the data; remove from [model]")
+        raise GlassformerError(
+            f"{', '.join(given)} come(s) from the data or the task; remove from [model]"
+        )
     for table, cls in (classes or {}).items():
         unknown = sorted(set(toml[table]) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
@@ -317,8 +324,8 @@ def resolve_run(
 
     Layered as run_settings describes (preset or saved run, TOML, flags given in `args`);
     every table is validated before any data is read. `derived` maps the model fields the
-    data decides (vocabulary sizes, feature width) to placeholder values used only for that
-    validation; they are left out of the returned model fields.
+    data decides (vocabulary sizes, feature width) or the task fixes to the values used only
+    for that validation; they are left out of the returned model fields.
     """
     model_cls, train_cls, data_cls = classes
     tables = dict(zip(("model", "train", "data"), classes, strict=True))

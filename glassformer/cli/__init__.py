@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from glassformer.cli.explain import add_explain_commands
-from glassformer.cli.lm import add_training_commands
+from glassformer.cli.lm import add_lm_commands
 from glassformer.cli.serve import add_serve_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
 from glassformer.cli.translate import add_translation_commands
@@ -54,6 +54,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full parser. Every flag comes from a torch-free module, so it builds instantly."""
+    from glassformer.cli.train import add_train_group  # imports the tasks' configs and presets
+
     formatter = HelpFormatter
     parser = argparse.ArgumentParser(
         prog="glassformer",
@@ -96,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--test-clips", type=int, default=30, help="real commands to transcribe")
     demo.set_defaults(handler=cmd_demo)
     add_tokenizer_commands(commands, formatter)
-    train_tasks = add_training_commands(commands, formatter)
+    train_tasks = add_train_group(commands, formatter)  # `train TASK`: each task adds its own
+    add_lm_commands(commands, train_tasks, formatter)
     add_voice_commands(commands, train_tasks, formatter)
     add_translation_commands(commands, train_tasks, formatter)
     add_explain_commands(commands, formatter)

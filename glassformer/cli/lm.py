@@ -3,53 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
 
 
-def config_text(title: str, config: object) -> str:
-    """A config as a TOML table (the form --config reads back)."""
-    lines = [f"[{title}]"] + [f"{name} = {value!r}" for name, value in vars(config).items()]
-    return "\n".join(lines).replace("= True", "= true").replace("= False", "= false")
-
-
 def cmd_train_lm(args: argparse.Namespace) -> None:
-    from glassformer.configs import resolve_run
+    from glassformer.cli.train import LM_RUN, announce, resolve_settings, say
     from glassformer.corpora import shakespeare_files
-    from glassformer.models.configs import GPTConfig
-    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
     from glassformer.tasks.lm.training import train_lm
-    from glassformer.train.config import TrainConfig
 
     files = [Path(f) for f in args.data] if args.data else shakespeare_files()
     out = Path(args.out)
-    model_fields, train_config, data_config = resolve_run(
-        LM_PRESETS[args.preset],
-        (GPTConfig, TrainConfig, LMDataConfig),
-        args.config,
-        args,
-        out,
-        args.resume,
-        derived={"vocab_size": 1},
-    )
-    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)  # torchrun: rank 0
+    model_fields, train_config, data_config = resolve_settings(LM_RUN, args)
     resuming = " (resuming)" if args.resume else ""
+    header = f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}"
 
-    def announce() -> None:
-        say(f"# glassformer train lm: {len(files)} file(s) -> {out}{resuming}")
-        for title, config in (
-            ("model", argparse.Namespace(**model_fields)),
-            ("train", train_config),
-            ("data", data_config),
-        ):
-            say(config_text(title, config))
+    def before_training() -> None:  # once the data is read and checked
+        announce(header, model_fields, train_config, data_config)
 
     progress = sys.stderr.isatty()
     result = train_lm(
-        files, model_fields, train_config, data_config, out, args.resume, progress, announce
+        files, model_fields, train_config, data_config, out, args.resume, progress, before_training
     )
     say(
         f"trained to step {result.step} in {result.seconds:.1f} s "
@@ -137,25 +113,16 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
     print(f"{summary['files']} files: command acceptance {summary['acceptance']:.1%}{wer}")
 
 
-def add_training_commands(
-    commands: argparse._SubParsersAction, formatter: type
-) -> argparse._SubParsersAction:
-    """`train lm`, `generate`, `evaluate`. Their config flags come from torch-free dataclasses,
-    so building them keeps `glassformer --help` instant."""
-    from glassformer.configs import add_config_flags, preset_help
+def add_lm_commands(
+    commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
+) -> None:
+    """`train lm`, `generate`, `evaluate`. Their config flags come from torch-free dataclasses, so
+    building them keeps `glassformer --help` instant."""
+    from glassformer.cli.train import LM_RUN, add_run_flags
+    from glassformer.configs import add_config_flags
     from glassformer.decoding.config import DecodeConfig
-    from glassformer.models.configs import GPTConfig
-    from glassformer.tasks.lm.config import LM_PRESETS, LMDataConfig
-    from glassformer.train.config import TrainConfig
 
-    group = commands.add_parser(
-        "train",
-        help="train a model",
-        formatter_class=formatter,
-        description="Train a model with the shared training loop.",
-    )
-    sub = group.add_subparsers(dest="train_command", metavar="TASK", required=True)
-    lm = sub.add_parser(
+    lm = train_tasks.add_parser(
         "lm",
         help="a GPT for text completion",
         formatter_class=formatter,
@@ -170,15 +137,7 @@ def add_training_commands(
         metavar="FILE",
         help="UTF-8 text files (default: the embedded Shakespeare works)",
     )
-    lm.add_argument(
-        "--preset", default="baby", choices=list(LM_PRESETS), help=preset_help(LM_PRESETS)
-    )
-    lm.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
-    lm.add_argument("--out", default="runs/lm", help="run directory")
-    lm.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    add_config_flags(lm, GPTConfig, skip=["vocab_size"])
-    add_config_flags(lm, TrainConfig)
-    add_config_flags(lm, LMDataConfig)
+    add_run_flags(lm, LM_RUN)
     lm.set_defaults(handler=cmd_train_lm)
 
     generate = commands.add_parser(
@@ -238,4 +197,3 @@ def add_training_commands(
     )
     evaluate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
     evaluate.set_defaults(handler=cmd_evaluate)
-    return sub  # `train`'s tasks; the speech task adds itself there

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -12,39 +11,22 @@ from glassformer.errors import GlassformerError
 
 
 def cmd_train_translation(args: argparse.Namespace) -> None:
-    from glassformer.configs import resolve_run
-    from glassformer.models.configs import Seq2SeqConfig
-    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
+    from glassformer.cli.train import TRANSLATION_RUN, announce, resolve_settings, say
     from glassformer.tasks.translation.data import read_parallel
     from glassformer.tasks.translation.training import train_translation
-    from glassformer.train.config import TrainConfig
 
     out = Path(args.out)
-    model_fields, train_config, data_config = resolve_run(
-        TRANSLATION_PRESETS[args.preset],
-        (Seq2SeqConfig, TrainConfig, TranslationDataConfig),
-        args.config,
-        args,
-        out,
-        args.resume,
-        derived={
-            "src_vocab_size": 1,
-            "tgt_vocab_size": 1,
-            "share_embeddings": False,
-            "source": "tokens",
-            "n_features": 0,
-        },
-    )
-    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
+    model_fields, train_config, data_config = resolve_settings(TRANSLATION_RUN, args)
     corpus = read_parallel(args.data, args.src, args.tgt, max_chars=data_config.max_chars)
-    say(f"# glassformer train translation: {corpus.summary()} -> {out}")
+    header = f"# glassformer train translation: {corpus.summary()} -> {out}"
     valid = None
     if args.valid_data or args.valid_src:
         valid_corpus = read_parallel(
             args.valid_data, args.valid_src, args.valid_tgt, max_chars=data_config.max_chars
         )
-        say(f"# validation: {valid_corpus.summary()}")
+        header += f"\n# validation: {valid_corpus.summary()}"
         valid = valid_corpus.pairs
+    announce(header, model_fields, train_config, data_config)
     result = train_translation(
         corpus.pairs,
         valid,
@@ -101,10 +83,7 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
 def add_translation_commands(
     commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
-    from glassformer.configs import add_config_flags, preset_help
-    from glassformer.models.configs import Seq2SeqConfig
-    from glassformer.tasks.translation.config import TRANSLATION_PRESETS, TranslationDataConfig
-    from glassformer.train.config import TrainConfig
+    from glassformer.cli.train import TRANSLATION_RUN, add_run_flags
 
     train = train_tasks.add_parser(
         "translation",
@@ -124,19 +103,7 @@ def add_translation_commands(
     train.add_argument("--valid-data", metavar="TSV", help="validation pairs (TSV)")
     train.add_argument("--valid-src", metavar="FILE", help="validation source sentences")
     train.add_argument("--valid-tgt", metavar="FILE", help="validation translations")
-    train.add_argument(
-        "--preset",
-        default="small",
-        choices=list(TRANSLATION_PRESETS),
-        help=preset_help(TRANSLATION_PRESETS),
-    )
-    train.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
-    train.add_argument("--out", default="runs/translation", help="run directory")
-    train.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    skip = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "frontend"]
-    add_config_flags(train, Seq2SeqConfig, skip=[*skip, "share_embeddings"])
-    add_config_flags(train, TrainConfig)
-    add_config_flags(train, TranslationDataConfig)
+    add_run_flags(train, TRANSLATION_RUN)
     train.set_defaults(handler=cmd_train_translation)
 
     translate = commands.add_parser(

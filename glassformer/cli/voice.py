@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -35,12 +34,9 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
 def cmd_train_speech(args: argparse.Namespace) -> None:
     import dataclasses
 
-    from glassformer.configs import resolve_run
+    from glassformer.cli.train import SPEECH_RUN, announce, resolve_settings, say
     from glassformer.errors import GlassformerError
-    from glassformer.models.configs import SpeechConfig
-    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
     from glassformer.tasks.speech.training import train_speech
-    from glassformer.train.config import TrainConfig
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_dataset_info, synthesize
 
@@ -58,27 +54,13 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     info = read_dataset_info(data_dir)  # what `voice synth` recorded: grammar, noise folder
     grammar_path = speech_grammar(args.grammar, info, data_dir)
     noise_dir = args.noise_dir or info.get("noise_dir") or ""
-    preset = SPEECH_PRESETS[preset_name]
+    preset = SPEECH_RUN.presets[preset_name]
     if noise_dir:
         preset = dataclasses.replace(preset, data={**preset.data, "noise_dir": noise_dir})
-    model_fields, train_config, data_config = resolve_run(
-        preset,
-        (SpeechConfig, TrainConfig, SpeechDataConfig),
-        args.config,
-        args,
-        out,
-        args.resume,
-        derived={
-            "tgt_vocab_size": 1,
-            "src_vocab_size": 0,
-            "source": "features",
-            "n_features": 1,
-            "ctc_head": True,
-        },
-    )
-    say = print if os.environ.get("RANK", "0") == "0" else (lambda *_: None)
+    model_fields, train_config, data_config = resolve_settings(SPEECH_RUN, args, preset)
     start = f"fine-tuning {args.init}" if args.init else "from scratch"
-    say(f"# glassformer train speech ({start}): {grammar_path}, data {data_dir} -> {out}")
+    header = f"# glassformer train speech ({start}): {grammar_path}, data {data_dir} -> {out}"
+    announce(header, model_fields, train_config, data_config)
     result = train_speech(
         grammar_path,
         data_dir,
@@ -210,10 +192,7 @@ def cmd_import_whisper(args: argparse.Namespace) -> None:
 def add_voice_commands(
     commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
-    from glassformer.configs import add_config_flags, preset_help
-    from glassformer.models.configs import SpeechConfig
-    from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
-    from glassformer.train.config import TrainConfig
+    from glassformer.cli.train import SPEECH_RUN, add_run_flags
 
     voice = commands.add_parser(
         "voice", help="synthesize training speech for a command grammar", formatter_class=formatter
@@ -252,23 +231,12 @@ def add_voice_commands(
     )
     speech.add_argument("--data", metavar="DATA_DIR", help="a `voice synth` dataset")
     speech.add_argument(
-        "--preset",
-        choices=list(SPEECH_PRESETS),
-        help=preset_help(SPEECH_PRESETS) + " (default: small; finetune with --init)",
-    )
-    speech.add_argument(
         "--init",
         metavar="MODEL",
         help="fine-tune this model (whisper-tiny.en, a checkpoint directory) instead of "
         "training from scratch: its decoder learns the grammar, its encoder stays frozen",
     )
-    speech.add_argument("--config", metavar="RUN.toml", help="[model], [train], [data] tables")
-    speech.add_argument("--out", default="runs/speech", help="run directory")
-    speech.add_argument("--resume", action="store_true", help="continue exactly from OUT/last")
-    derived = ["tgt_vocab_size", "src_vocab_size", "source", "n_features", "ctc_head"]
-    add_config_flags(speech, SpeechConfig, skip=[*derived, "share_embeddings"])
-    add_config_flags(speech, TrainConfig)
-    add_config_flags(speech, SpeechDataConfig)
+    add_run_flags(speech, SPEECH_RUN)
     speech.set_defaults(handler=cmd_train_speech)
 
     transcribe = commands.add_parser(
