@@ -148,7 +148,6 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
 
 def cmd_wyoming(args: argparse.Namespace) -> None:
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
     from glassformer.errors import GlassformerError
     from glassformer.tasks.speech.config import ListenerConfig
@@ -159,11 +158,12 @@ def cmd_wyoming(args: argparse.Namespace) -> None:
         raise GlassformerError("the Wyoming service needs: pip install wyoming") from None
     if not args.uri.startswith(("tcp://", "unix://")):
         raise GlassformerError(f"--uri {args.uri}: give tcp://HOST:PORT or unix://PATH")
+    from glassformer.serve.model_thread import ModelThread
     from glassformer.serve.models import load_speech
 
     precision = args.precision or ListenerConfig.precision
     listeners = load_speech(args.speech, args.grammar, args.device, precision)
-    service = Service(listeners, args.speech, ThreadPoolExecutor(1, "glassformer-model"))
+    service = Service(listeners, args.speech, ModelThread())
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
     asyncio.run(serve(args.uri, service))
 

@@ -27,9 +27,10 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from glassformer.serve.batching import ModelThread, TranscriptionBatcher
+from glassformer.serve.batching import TranscriptionBatcher
 from glassformer.serve.config import EndpointConfig, ServeConfig
 from glassformer.serve.http import BodyLimit, HostGuard, install_error_handlers
+from glassformer.serve.model_thread import ModelThread
 from glassformer.serve.models import ServedModels, describe_models
 
 STATIC = Path(__file__).resolve().parent / "static"

@@ -8,56 +8,25 @@ While a batch runs, new requests queue up and form the next batch at once, so un
 batches fill by themselves and the wait only matters for a lone request. Requests are
 grouped by grammar: a batch reads one grammar.
 
-Every model call (transcription, generation, translation, attention) runs on ModelThread, one
-worker thread: torch uses its own threads inside an operation, the event loop stays free to
-accept requests, and the attention hooks of one request never see another's forward pass.
-Before each call a ThreadGovernor (threads.py) gives torch's threads up while other processes
-use the cores, as the trainer does. The clips of a batch are decoded together too: one beam
-search over all their beams (tasks/speech/inference.py).
+A batch runs as one call on the ModelThread (serve/model_thread.py: the models run one call
+at a time, in turns). The clips of a batch are decoded together too: one beam search over all
+their beams (tasks/speech/search.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from glassformer.errors import GlassformerError
-from glassformer.threads import ThreadGovernor
 
 if TYPE_CHECKING:
+    from glassformer.serve.model_thread import ModelThread
     from glassformer.tasks.speech.listener import Listener, Result
-
-Returned = TypeVar("Returned")  # what the function run on the model thread returns
-
-
-class ModelThread:
-    """The one thread that runs the models; `await run(f, ...)` from the event loop."""
-
-    def __init__(self) -> None:
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
-        self.governor: ThreadGovernor | None = None  # made on the worker, where torch runs
-
-    async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
-        loop = asyncio.get_running_loop()
-        call = functools.partial(self.call, function, *args)
-        return await loop.run_in_executor(self.executor, call)
-
-    def call(self, function: Callable[..., Returned], *args: object) -> Returned:
-        """On the worker: fit torch's threads to the idle cores, then run `function`."""
-        if self.governor is None:
-            self.governor = ThreadGovernor()
-        self.governor.tick()
-        return function(*args)
-
-    def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass

@@ -125,9 +125,10 @@ async def generate(body: GenerateRequest, request: Request) -> StreamingResponse
     loop, queue, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
     started = time.perf_counter()
 
-    def write(piece: str) -> None:  # on the model thread
+    def write(piece: str) -> None:  # on the model thread, after each token
         if stop.is_set():
             raise Stopped
+        state.thread.share()  # a long generation lets others' calls run between its tokens
         if piece:
             loop.call_soon_threadsafe(queue.put_nowait, (None, {"text": piece}))
 

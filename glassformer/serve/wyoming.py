@@ -16,8 +16,9 @@ Built on the `wyoming` package (its events, server and audio converter; no proto
                                         the first)
 
 Audio in any rate, 1 to 4-byte width, mono or stereo, is converted to 16 kHz 16-bit mono.
-Every model call runs on one worker thread, as in the HTTP server. Bad input costs its client
-an answer, never the server its memory nor other clients their service. A bad request (a
+Every model call runs on the ModelThread (serve/model_thread.py), as in the HTTP server. Bad
+input costs its client an answer, never the server its memory nor other clients their
+service. A bad request (a
 stream past MAX_COMMAND_SECONDS, an unknown model, audio before audio-start, a field of the
 wrong type) gets one `error` event, and the connection goes on (a refused stream's remaining
 chunks are dropped). What cannot be read as events (garbage, a data_length or payload_length
@@ -35,7 +36,6 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -58,6 +58,7 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 
 from glassformer.audio.endpoint import SAMPLE_RATE
 from glassformer.errors import GlassformerError
+from glassformer.serve.model_thread import ModelThread
 from glassformer.tasks.speech.listener import Listener
 
 MAX_COMMAND_SECONDS = 30.0  # a longer stream is refused as not a spoken command
@@ -79,12 +80,11 @@ class Service:
 
     listeners: dict[str, Listener]
     source: str
-    executor: ThreadPoolExecutor
+    thread: ModelThread
     event_timeout_s: float = EVENT_TIMEOUT_S  # tests shorten it
 
     async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
-        call = functools.partial(function, *args)
-        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
+        return await self.thread.run(function, *args)
 
 
 def describe(service: Service) -> Event:

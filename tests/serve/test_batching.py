@@ -53,17 +53,17 @@ def test_the_model_thread_fits_torch_threads_to_the_idle_cores_before_each_call(
 ) -> None:
     import torch
 
-    from glassformer.serve import batching
+    from glassformer.serve import model_thread
 
     ticks: list[str] = []
 
-    class Recording(batching.ThreadGovernor):
+    class Recording(model_thread.ThreadGovernor):
         def tick(self) -> int:
             ticks.append(threading.current_thread().name)
             return super().tick()
 
-    monkeypatch.setattr(batching, "ThreadGovernor", Recording)
-    thread = batching.ModelThread()
+    monkeypatch.setattr(model_thread, "ThreadGovernor", Recording)
+    thread = model_thread.ModelThread()
 
     async def two_calls() -> list[int]:
         return [await thread.run(torch.get_num_threads) for _ in range(2)]
@@ -88,3 +88,40 @@ def test_free_text_stops_at_the_clips_token_budget(checkpoints: dict[str, Path])
     assert budget < listener.speech.model.config.max_tgt_len - 1
     text = listener.understand(clip).text  # one character per token (a character tokenizer)
     assert 0 < len(text) <= budget
+
+
+def test_a_long_generation_holds_no_transcription_hostage(checkpoints: dict[str, Path]) -> None:
+    """Issue 21: one client generating 1000 tokens must not make another's transcription wait
+    for the whole generation. The generation gives up its turn on the model thread between
+    tokens while another call waits (serve/model_thread.py), so the transcription is answered
+    while the generation is still going."""
+    import time
+
+    served = load_models(str(checkpoints["speech"]), [], str(checkpoints["lm"]), None)
+    app = create_app(served, ServeConfig(batch_wait_ms=0))
+    thread = app.state.thread
+    long = {"prompt": "ab", "max_new_tokens": 1000, "temperature": 0}
+
+    async def both() -> tuple[bool, dict, str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            generation = asyncio.create_task(client.post("/v1/generate", json=long))
+            deadline = time.monotonic() + 30
+            while thread.holder is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)  # until the generation runs on the model thread
+            assert thread.holder is not None and not generation.done()
+            answer = await client.post(
+                "/v1/transcribe",
+                content=wav_bytes(tone(0.8, 440)),
+                headers={"content-type": "audio/wav"},
+            )
+            still_generating = not generation.done()
+            return still_generating, answer.json(), (await generation).text
+
+    try:
+        still_generating, answer, events = asyncio.run(both())
+    finally:
+        thread.close()
+    assert "text" in answer, answer
+    assert "event: done" in events, events[-300:]  # the generation ran to its end, whole
+    assert still_generating, "the transcription waited for the whole generation"

@@ -12,12 +12,12 @@ import json
 import os
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from glassformer.serve.model_thread import ModelThread
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
 from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice
@@ -33,7 +33,7 @@ def service():  # noqa: ANN201
     from glassformer.serve.wyoming import Service
 
     listeners = load_speech("whisper-tiny.en", [str(GRAMMAR)], "cpu")
-    return Service(listeners, "whisper-tiny.en", ThreadPoolExecutor(1))
+    return Service(listeners, "whisper-tiny.en", ModelThread())
 
 
 @pytest.fixture(scope="module")
