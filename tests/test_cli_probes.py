@@ -305,4 +305,5 @@ def test_config_flags_show_the_dataclass_default_in_help(capsys: pytest.CaptureF
             build_parser().parse_args([*argv, "--help"])
         help_text = " ".join(capsys.readouterr().out.split())
         assert "(default:" in help_text, argv
-    assert "--beam BEAM beam size (translation) (default: 4)" in help_text
+    assert "--beam BEAM beam size (translation: default 4, the paper's;" in help_text
+    assert "speech: default 4, the Listener's)" in help_text  # ListenerConfig.beam_size

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from glassformer.cli.evaluate import add_evaluate_command
 from glassformer.cli.explain import add_explain_commands
 from glassformer.cli.lm import add_lm_commands
 from glassformer.cli.serve import add_serve_commands
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tokenizer_commands(commands, formatter)
     train_tasks = add_train_group(commands, formatter)  # `train TASK`: each task adds its own
     add_lm_commands(commands, train_tasks, formatter)
+    add_evaluate_command(commands, formatter)
     add_voice_commands(commands, train_tasks, formatter)
     add_translation_commands(commands, train_tasks, formatter)
     add_explain_commands(commands, formatter)

@@ -1,12 +1,10 @@
-"""`glassformer train lm`, `generate`, `evaluate`: text completion with a GPT."""
+"""`glassformer train lm` and `generate`: text completion with a GPT."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-
-from glassformer.errors import GlassformerError
 
 
 def cmd_train_lm(args: argparse.Namespace) -> None:
@@ -57,66 +55,10 @@ def cmd_generate(args: argparse.Namespace) -> None:
     sys.stdout.write("\n")
 
 
-def cmd_evaluate(args: argparse.Namespace) -> None:
-    """A language model on --data, or a speech model on --audio-dir with --labels."""
-    from glassformer.tasks.speech.pretrained import is_pretrained_source
-    from glassformer.train.checkpoint import read_header, resolve_checkpoint
-
-    if is_pretrained_source(args.checkpoint):
-        task = "speech"
-    else:
-        task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
-    if task == "speech":
-        evaluate_speech_command(args)
-        return
-    if task == "translation":
-        from glassformer.cli.translate import evaluate_translation_command
-
-        evaluate_translation_command(args)
-        return
-    if not args.data:
-        raise GlassformerError("a language model is evaluated on --data FILE")
-    from glassformer.tasks.lm.inference import evaluate_lm, load_lm
-
-    model, tokenizer = load_lm(args.checkpoint, args.device)
-    result = evaluate_lm(model, tokenizer, Path(args.data))
-    print(
-        f"{args.data}: {result['tokens']:,} tokens, loss {result['loss']:.4f}, "
-        f"perplexity {result['perplexity']:.2f}, {result['bits_per_byte']:.3f} bits per byte"
-    )
-
-
-def evaluate_speech_command(args: argparse.Namespace) -> None:
-    from glassformer.tasks.speech.config import ListenerConfig
-    from glassformer.tasks.speech.evaluation import evaluate_speech
-    from glassformer.tasks.speech.listener import Listener
-
-    if not (args.audio_dir and args.labels):
-        raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
-    settings = {"reject_below": args.reject_below, "grammar": args.grammar}
-    config = ListenerConfig(
-        model=args.checkpoint,
-        device=args.device,
-        constrain=args.constrain or args.grammar is not None,
-        **{name: value for name, value in settings.items() if value is not None},
-    )
-    scored, summary = evaluate_speech(
-        Listener(config=config), Path(args.audio_dir), Path(args.labels)
-    )
-    for s in scored:
-        if not s.accepted:
-            got = (
-                f"{s.transcript.intent} {s.transcript.slots}" if s.transcript.intent else "rejected"
-            )
-            print(f"error\t{s.file}\ttruth: {s.truth}\theard: {s.transcript.text}\t{got}")
-    wer = f", WER {summary['wer']:.3f}, CER {summary['cer']:.3f}" if "wer" in summary else ""
-    print(f"{summary['files']} files: command acceptance {summary['acceptance']:.1%}{wer}")
-
-
 def add_lm_commands(
     commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
-    """`train lm`, `generate`, `evaluate`. Their config flags come from torch-free dataclasses, so
+    """`train lm` and `generate`. Their config flags come from torch-free dataclasses, so
     building them keeps `glassformer --help` instant."""
     from glassformer.cli.train import LM_RUN, add_run_flags
     from glassformer.configs import add_config_flags
@@ -159,41 +101,3 @@ def add_lm_commands(
     )
     add_config_flags(generate, DecodeConfig, aliases={"beam_size": "--beam"})
     generate.set_defaults(handler=cmd_generate)
-
-    evaluate = commands.add_parser(
-        "evaluate",
-        help="score a trained model: perplexity, WER and acceptance, or BLEU and chrF",
-        formatter_class=formatter,
-        description="A language model: loss, perplexity and bits per byte on --data. A speech "
-        "model: WER, CER and command acceptance (intent and every slot right) on --audio-dir "
-        "with --labels, plus each file it got wrong. A translation model: sacrebleu BLEU and "
-        "chrF (with their signatures) of translating --src against --ref.",
-    )
-    evaluate.add_argument(
-        "checkpoint", metavar="DIR", help="a run or checkpoint directory, or a pretrained name"
-    )
-    evaluate.add_argument("--data", metavar="FILE", help="text file (language models)")
-    evaluate.add_argument("--audio-dir", metavar="DIR", help="audio files (speech models)")
-    evaluate.add_argument(
-        "--labels",
-        metavar="FILE",
-        help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
-    )
-    evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
-    evaluate.add_argument(
-        "--grammar", metavar="G.yaml", help="speech: score against this grammar, constrained"
-    )
-    evaluate.add_argument(
-        "--reject-below",
-        type=float,
-        help="constrained: reject commands less confident than this (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
-    )
-    evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
-    evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")
-    evaluate.add_argument("--beam", type=int, default=4, help="beam size (translation)")
-    evaluate.add_argument(
-        "--hypotheses", metavar="FILE", help="also write the translations here (translation)"
-    )
-    evaluate.add_argument("--device", default="cpu", help="cpu, cuda, ...")
-    evaluate.set_defaults(handler=cmd_evaluate)

@@ -1,4 +1,4 @@
-"""`glassformer train translation`, `translate`, and `evaluate` for translation models."""
+"""`glassformer train translation` and `translate`: the paper's task, text to text."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
+
+TRANSLATION_BEAM = 4  # beams when translating: the paper's 4 (Vaswani et al. 2017, 6.1)
 
 
 def cmd_train_translation(args: argparse.Namespace) -> None:
@@ -61,25 +63,6 @@ def cmd_translate(args: argparse.Namespace) -> None:
         print(json.dumps({"source": source, "translation": result}) if args.json else result)
 
 
-def evaluate_translation_command(args: argparse.Namespace) -> None:
-    from glassformer.files import check_output_file, write_text_atomically
-    from glassformer.tasks.translation.inference import evaluate_translation, load_translator
-
-    if not (args.src and args.ref):
-        raise GlassformerError("a translation model is evaluated with --src FILE --ref FILE")
-    if args.hypotheses:
-        check_output_file(args.hypotheses)  # before translating, not after
-    translator = load_translator(args.checkpoint, args.device)
-    rows, scores = evaluate_translation(
-        translator, Path(args.src), Path(args.ref), args.beam, progress=sys.stderr.isatty()
-    )
-    if args.hypotheses:
-        write_text_atomically(args.hypotheses, "".join(h + "\n" for _, _, h in rows))
-    print(f"{scores['sentences']} sentences, beam {args.beam}")
-    print(f"BLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
-    print(f"chrF {scores['chrf']:.2f}  ({scores['chrf_signature']})")
-
-
 def add_translation_commands(
     commands: argparse._SubParsersAction, train_tasks: argparse._SubParsersAction, formatter: type
 ) -> None:
@@ -115,7 +98,9 @@ def add_translation_commands(
     )
     translate.add_argument("checkpoint", metavar="DIR", help="a translation run or checkpoint")
     translate.add_argument("text", nargs="*", metavar="TEXT", help="sentences, or - for stdin")
-    translate.add_argument("--beam", type=int, default=4, help="beam size (1 = greedy)")
+    translate.add_argument(
+        "--beam", type=int, default=TRANSLATION_BEAM, help="beam size (1 = greedy)"
+    )
     translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
     translate.add_argument("--json", action="store_true", help="one JSON object per sentence")
     translate.add_argument("--device", default="cpu", help="cpu, cuda, ...")

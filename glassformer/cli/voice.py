@@ -140,6 +140,16 @@ def add_precision_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_reject_below_flag(parser: argparse.ArgumentParser) -> None:
+    """--reject-below (the ListenerConfig's reject_below; unset: the model's own)."""
+    parser.add_argument(
+        "--reject-below",
+        type=float,
+        help="constrained: reject commands less confident than this, 0-1 (0 = never; default: "
+        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
+    )
+
+
 def add_listener_flags(parser: argparse.ArgumentParser) -> None:
     """--grammar, --constrain, --reject-below, --beam, --precision, --window-step, --device:
     the ListenerConfig's settings, with its defaults (one source for every speech door)."""
@@ -155,12 +165,7 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="constrain to the model's own grammar (a model trained here has one)",
     )
-    parser.add_argument(
-        "--reject-below",
-        type=float,
-        help="constrained: reject commands less confident than this, 0-1 (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
-    )
+    add_reject_below_flag(parser)
     parser.add_argument(
         "--beam", type=int, help=f"{help_of['beam_size']} (default: {default.beam_size})"
     )
