@@ -52,7 +52,7 @@ WARMUP_STEPS = 5  # steps left out of the median: kernel planning, first batches
 
 
 def demo_data() -> Path:
-    """2,500 synthesized clips of the desktop grammar (as earlier `make demo`s cached them)."""
+    """2,500 synthesized clips of the desktop grammar, synthesized here once and cached."""
     sys.path.insert(0, str(ROOT))
     from glassformer.corpora import default_cache_root
     from glassformer.voice.grammar import Grammar

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from glassformer.audio.io import SAMPLE_RATE
 from glassformer.errors import GlassformerError
 
 WINDOW = 512  # samples the model reads per call at 16 kHz: 32 ms
@@ -77,7 +78,7 @@ class SileroVAD:
             window = samples[i : i + WINDOW]
             x = np.concatenate([self.context, window])[None]  # (1, CONTEXT + WINDOW)
             output, self.state = self.session.run(
-                None, {"input": x, "state": self.state, "sr": np.array(16_000, np.int64)}
+                None, {"input": x, "state": self.state, "sr": np.array(SAMPLE_RATE, np.int64)}
             )
             self.context = window[-CONTEXT:]
             self.probability = float(output[0, 0])

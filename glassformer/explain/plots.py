@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from glassformer.audio.io import SAMPLE_RATE
+
 MAX_ANNOTATED_CELLS = 200  # heat maps up to this size get their numbers written in the cells
 
 
@@ -213,7 +215,7 @@ def plot_attention_grid(
     path: Path,
     title: str,
     waveform: np.ndarray | None = None,
-    sample_rate: int = 16_000,
+    sample_rate: int = SAMPLE_RATE,
 ) -> Path:
     """Every layer's and head's attention: rows = layers, columns = heads. With `waveform`
     (speech), the keys are audio positions: the x axis is time, the waveform drawn on top.
