@@ -1,6 +1,7 @@
 """`glassformer wyoming`: the Listener as a Wyoming service, for Home Assistant's voice pipeline.
 
-Built on the `wyoming` package (its events, server and audio converter; no protocol code here):
+Built on the `wyoming` package (its events, server and audio converter); only the reading of
+events is ours (read_event), to bound it:
 
     describe                         -> info: an ASR program whose models are the speech model
                                         (free text) and each grammar by name, and an intent

@@ -29,9 +29,9 @@ MAX_CONTEXT_TOKENS = 120  # Whisper's previous-text prompt holds at most 223 tok
 def load_speech_model(
     path: str | Path, device: str = "cpu", grammar: str | Path | None = None
 ) -> SpeechModel:
-    """A speech run or checkpoint directory, a CTranslate2 Whisper directory or an installed
-    pretrained name (tasks/speech/pretrained.py) -> the model, its tokenizer, grammar and
-    features.
+    """A speech run or checkpoint directory, or a Whisper (an installed pretrained name, a
+    CTranslate2 or Hugging Face directory, an OpenAI .pt file: tasks/speech/pretrained.py)
+    -> the model, its tokenizer, grammar and features.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
     none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token,

@@ -214,7 +214,7 @@ def whisper_decoding(tokenizer: Tokenizer, vocab_size: int, ct2_config: dict) ->
 
 def load_pretrained(source: str | Path, device: str = "cpu"):  # noqa: ANN201
     """A SpeechModel from a Whisper source: a pretrained name, a CTranslate2, Hugging Face or
-    OpenAI .pt path (module docstring), with no grammar (inference.use_grammar gives one)."""
+    OpenAI .pt path (module docstring), with no grammar (loading.use_grammar gives one)."""
     from glassformer.devices import resolve_device
     from glassformer.tasks.speech.model import SpeechModel
     from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
