@@ -249,3 +249,29 @@ def test_confidence_from_what_the_search_computed_equals_scoring_from_scratch(
     assert len(speech.start) > 10
     waveforms = [load_audio(c) for c in clips[:3]]
     assert assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("0 0 0 0 0 0 0", "0"),
+        (" Seven. Seven. Seven. Seven", "Seven."),
+        ("Call mom. I said yes. I said yes. I said yes.", "Call mom. I said yes."),
+        ("no no", "no no"),  # twice is speech, not a loop
+        ("turn the volume up", "turn the volume up"),
+    ],
+)
+def test_a_loop_is_cut_to_its_first_copy(text: str, kept: str) -> None:
+    from glassformer.tasks.speech.search import cut_repetition
+
+    assert cut_repetition(text) == kept
+
+
+def test_free_text_that_loops_to_its_token_limit_keeps_one_copy(whisper) -> None:  # noqa: ANN001
+    """A real FSDD "zero" (0.34 s) on which free decoding writes "0" and then " 0" until the
+    clip's token limit: the transcript keeps one."""
+    clip = SHARED / "fsdd" / "0_theo_3.wav"
+    if not clip.is_file():
+        pytest.skip("FSDD is not in ../shared/data")
+    result = transcribe(whisper, load_audio(clip), constrain=False)
+    assert result.text.split() == ["0"], result.text

@@ -87,7 +87,10 @@ def decode_clips(
         clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
         best, found = hypotheses[row, 0].tolist(), bool(scores[row, 0] > float("-inf"))
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
-        transcripts.append(read_clip(speech, clip, best, found, constrain, reject_below, known))
+        limit = limits[row] if limits else model.config.max_tgt_len - len(speech.start)
+        transcripts.append(
+            read_clip(speech, clip, best, found, constrain, reject_below, known, limit)
+        )
     return transcripts
 
 
@@ -136,9 +139,11 @@ def read_clip(
     constrain: bool,
     reject_below: float | None,
     known: KVCache | None = None,
+    limit: int | None = None,
 ) -> Transcript:
     """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
-    `known`: what the search computed already for this clip (prefix_cache).
+    `known`: what the search computed already for this clip (prefix_cache). Free text that
+    ran to its `limit` of tokens repeating itself is cut to one copy (cut_repetition).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
@@ -146,6 +151,10 @@ def read_clip(
     eos = speech.eos
     chosen = strip(best, len(speech.start), eos)
     text = speech.tokenizer.decode(chosen)
+    if not constrain and limit is not None and len(chosen) >= limit:
+        kept = cut_repetition(text)
+        if kept != " ".join(text.split()):  # the model looped: score the words it meant
+            text, chosen = kept, speech.tokenizer.encode(speech.word_prefix + kept)
     command = speech.grammar.parse(text) if speech.grammar is not None and found else None
     tokens = [*speech.start, *chosen, eos]
     log_probs = token_log_probs(speech.model, memory, tokens, len(speech.start), known)
@@ -161,6 +170,28 @@ def read_clip(
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
     return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
+
+
+def cut_repetition(text: str, repeats: int = 3) -> str:
+    """Text whose end repeats one word or phrase at least `repeats` times, cut to its first
+    copy: what free decoding writes when it loops until the token limit on a short or
+    unclear clip (Whisper's known failure; OpenAI's decoder resamples at a higher
+    temperature when the text compresses too well, this keeps the deterministic beam's words
+    before the loop). Words compare without case and punctuation; other text is returned
+    with its spaces normalized.
+
+    Example: "0 0 0 0 0 0" -> "0"; "Seven. Seven. Seven. Seven" -> "Seven."
+    """
+    words = text.split()
+    keys = [w.strip(".,!?;:").lower() for w in words]
+    n = len(keys)
+    for unit in range(1, n // repeats + 1):
+        start = n - unit  # keys[start:] repeats with period `unit`; extend it back
+        while start > 0 and keys[start - 1] == keys[start - 1 + unit]:
+            start -= 1
+        if n - start >= repeats * unit:
+            return " ".join(words[: start + unit])
+    return " ".join(words)
 
 
 def strip(tokens: list[int], start: int, eos: int) -> list[int]:
