@@ -25,8 +25,8 @@ backtracking regex try 2**40 ways), `parse` remembers the positions it has faile
 (what a normalized transcript holds: a decoder cannot write "a1"), and its size with every
 slot written out in place is at most MAX_GRAMMAR_WORDS, checked before anything is built.
 
-Not here: reading and checking the file (grammar_syntax.py); a bad grammar is one
-GlassformerError naming its file.
+Not here: reading and checking the file (grammar_syntax.py); an expression's parts and the
+word automaton (expressions.py). A bad grammar is one GlassformerError naming its file.
 """
 
 from __future__ import annotations
@@ -37,14 +37,21 @@ import itertools
 import json
 import math
 import random
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
+from glassformer.voice.expressions import (
+    Alternative,
+    Element,
+    Slot,
+    WordAutomaton,
+    check_words,
+    normalize,
+    parse_expression,
+)
 from glassformer.voice.grammar_syntax import (
-    check_expression,
     check_tables,
     read_grammar_file,
     shown,
@@ -53,28 +60,8 @@ from glassformer.voice.grammar_syntax import (
 PREFIX_MEMORY = 1_000_000  # prefixes whose can_continue answer is remembered, at most
 STATE_MEMORY = 100_000  # word prefixes whose automaton states are remembered, at most
 MAX_GRAMMAR_WORDS = 1_000_000  # words, each slot reference counted as all its phrases' words
-WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters, apostrophes: tasks/speech's GRAMMAR_TEXT
-ACCEPT = -1  # the automaton's state after a whole sentence
-TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 
 DEFAULT_GRAMMAR = Path(__file__).resolve().parent / "grammars" / "desktop.yaml"  # the article's
-
-
-def normalize(text: str) -> str:
-    """Lower case, apostrophes kept, other punctuation dropped, single spaces."""
-    text = re.sub(r"[^\w\s']", " ", text.lower())
-    return " ".join(text.split())
-
-
-@dataclass(frozen=True)
-class Slot:
-    type: str  # the slot type: a key of the grammar's slots table
-    name: str  # the name the parsed slot value is reported under
-
-
-# An element is a tuple of alternatives, each alternative a tuple of words or a Slot.
-Alternative = tuple[str | Slot, ...]
-Element = tuple[Alternative, ...]
 
 
 @dataclass(frozen=True)
@@ -84,74 +71,6 @@ class Command:
     text: str  # normalized words
     intent: str
     slots: dict[str, str] = field(default_factory=dict)  # slot name -> normalized value
-
-
-def parse_expression(expression: str, slot_types: set[str], where: str) -> list[Element]:
-    """Tokenize one Rhino expression into elements (alternatives of word/slot sequences).
-
-    Raises:
-        GlassformerError: bad syntax, an unknown slot type, or nothing that must be said.
-    """
-    check_expression(expression, where)
-    elements: list[Element] = []
-    for token in TOKEN_PATTERN.findall(expression):
-        if token.startswith("["):
-            options = [normalize(o).split() for o in token[1:-1].split(",")]
-            if any(not o for o in options):
-                raise GlassformerError(f"{where}: empty alternative in {shown(token)}")
-            elements.append(tuple(tuple(o) for o in options))
-        elif token.startswith("("):
-            items: list[str | Slot] = []  # words, or a slot: "(please)", "($period:period)"
-            for part in token[1:-1].split():
-                items += (
-                    [slot(part, slot_types, expression, where)]
-                    if part.startswith("$")
-                    else normalize(part).split()
-                )
-            if not items:
-                raise GlassformerError(
-                    f"{where}: empty optional {shown(token)} in {shown(expression)}"
-                )
-            elements.append(((), tuple(items)))  # optional: nothing, or the items
-        elif token.startswith("$"):
-            elements.append(((slot(token, slot_types, expression, where),),))
-        else:
-            for word in normalize(token).split():
-                elements.append(((word,),))
-    if not elements:
-        raise GlassformerError(f"{where}: empty expression")
-    if all(() in element for element in elements):
-        raise GlassformerError(f"{where}: every word of {shown(expression)} is optional")
-    for alternative in itertools.chain.from_iterable(elements):
-        for item in alternative:
-            if isinstance(item, str):
-                check_words(item, f"the word {shown(item)} in {shown(expression)}", where)
-    return elements
-
-
-def check_words(phrase: str, what: str, where: str) -> None:
-    """Raise unless each word of a (normalized) phrase is letters and apostrophes only.
-
-    Example: check_words("a1", "the phrase 'a1'", "g.yaml: slot type 'x'") raises
-    "g.yaml: slot type 'x': the phrase 'a1' has '1', which no transcript holds (...)"
-    """
-    for word in phrase.split():
-        if not WORD.fullmatch(word):
-            bad = next(char for char in word if not WORD.fullmatch(char))
-            raise GlassformerError(
-                f"{where}: {what} has {bad!r}, which no transcript holds (letters and "
-                "apostrophes only: write numbers as words)"
-            )
-
-
-def slot(token: str, slot_types: set[str], expression: str, where: str) -> Slot:
-    """ "$type:name" -> Slot(type, name), the type checked against the grammar's slots."""
-    slot_type, _, name = token[1:].partition(":")
-    if slot_type not in slot_types or not name:
-        raise GlassformerError(
-            f"{where}: unknown slot type ${shown(slot_type)[1:-1]} in {shown(expression)}"
-        )
-    return Slot(slot_type, name)
 
 
 def content_sha256(expressions: dict[str, list[str]], slots: dict[str, list[str]]) -> str:
@@ -410,55 +329,3 @@ class Grammar:
                     next_states.setdefault(position + 1, slots)
             states = next_states
         yield from states.items()
-
-
-class WordAutomaton:
-    """A grammar as a nondeterministic automaton over words, run on every path at once.
-
-    State s reads the word words[s] and then may be in any state of follow[s]; ACCEPT ends a
-    sentence. Built from the end of each expression backwards, so an optional element or a
-    choice is just a union of the states that may come next. Running it keeps a set of states,
-    never a stack of choices: time is linear in the text, whatever the grammar.
-
-    Example: "[a, a b] c" -> states 0:"a" 1:"a" 2:"b" 3:"c"; starts {0, 1};
-        follow: 0 -> {3}, 1 -> {2}, 2 -> {3}, 3 -> {ACCEPT}
-    """
-
-    def __init__(self, sentences: list[list[Element]], slots: dict[str, list[str]]) -> None:
-        self.words: list[str] = []
-        self.follow: list[frozenset[int]] = []
-        self.slots = slots
-        self.starts = frozenset().union(
-            *(self.add_elements(elements, frozenset([ACCEPT])) for elements in sentences)
-        )
-
-    def add_elements(self, elements: list[Element], then: frozenset[int]) -> frozenset[int]:
-        """States that start the elements, each path continuing into `then`."""
-        for element in reversed(elements):
-            then = frozenset().union(*(self.add_alternative(a, then) for a in element))
-        return then  # an empty alternative (an optional element) leaves `then` as it is
-
-    def add_alternative(self, alternative: Alternative, then: frozenset[int]) -> frozenset[int]:
-        for item in reversed(alternative):
-            phrases = self.slots[item.type] if isinstance(item, Slot) else [item]
-            starts = []
-            for phrase in phrases:
-                first = then
-                for word in reversed(phrase.split()):
-                    self.words.append(word)
-                    self.follow.append(first)
-                    first = frozenset([len(self.words) - 1])
-                starts.append(first)
-            then = frozenset().union(*starts)
-        return then
-
-    def transitions(self, states: frozenset[int]) -> dict[str, frozenset[int]]:
-        """Word -> the states reading it leads to, from a set of states; "" -> ACCEPT's state
-        when a sentence may end here."""
-        following: dict[str, set[int]] = {}
-        for state in states:
-            if state == ACCEPT:
-                following[""] = set()
-            else:
-                following.setdefault(self.words[state], set()).update(self.follow[state])
-        return {word: frozenset(next_states) for word, next_states in following.items()}
