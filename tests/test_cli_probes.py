@@ -152,6 +152,7 @@ EVALUATE_T = ["evaluate", "{translation}", "--src", "{in}/src.txt", "--ref", "{i
 EVALUATE_S = ["evaluate", "{speech}", "--audio-dir", "{speech_data}", "--labels"]
 TRAIN_LM = ["train", "lm", "--preset", "tiny", "--out", "{out}/run", "--steps", "2"]
 CORPUS = ["--data", "{in}/corpus.txt"]
+TRAIN_S = ["train", "speech", "--data", "{speech_data}", "--out", "{out}/srun", "--steps", "2"]
 TRAIN_T = ["train", "translation", "--preset", "tiny", "--out", "{out}/run", "--steps", "2"]
 SYNTH = ["voice", "synth", "--out", "{out}/data"]
 TOKENIZER = ["tokenizer", "train", "{in}/corpus.txt", "--vocab-size", "300", "--out"]
@@ -228,6 +229,10 @@ ROWS = [
     (
         [*TRAIN_LM, *CORPUS, "--d-model", "65536", "--d-ff", "262144", "--n-layers", "1000"],
         "choose a smaller model",  # within every bound, but beyond any machine's memory
+    ),
+    (
+        [*TRAIN_S, "--d-model", "65536", "--d-ff", "262144", "--n-encoder-layers", "1000"],
+        "choose a smaller model",  # train speech checks memory too, before allocating
     ),
     ([*TRAIN_LM, *CORPUS, "--warmup-steps", "-5"], "warmup_steps=-5 must be >= 0"),
     ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--warmup-steps", "-5"], "warmup_steps=-5"),

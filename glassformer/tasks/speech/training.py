@@ -41,6 +41,7 @@ from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.config import TrainConfig
 from glassformer.train.loop import Batch, TrainResult
 from glassformer.train.losses import token_cross_entropy
+from glassformer.train.memory import check_model_fits
 
 FRAME_BUCKET = 64  # batches are padded to a multiple of this many frames (0.64 s): CPU kernels
 # (oneDNN convolutions) are planned once per input shape, so fewer shapes run faster
@@ -218,7 +219,9 @@ def train_speech(
             "n_features": features.n_features,
             "ctc_head": data_config.ctc_weight > 0,
         }
-        model = SpeechTransformer(SpeechConfig(**{**model_overrides, **derived}))
+        config = SpeechConfig(**{**model_overrides, **derived})
+        check_model_fits(lambda: SpeechTransformer(config), train_config.device)  # before it is
+        model = SpeechTransformer(config)  # allocated: the kernel would end us without a word
     task = SpeechTask(
         rows,
         waveforms,
