@@ -55,15 +55,16 @@ def grammar_names(paths: list[str]) -> dict[str, Path]:
 
 
 def load_speech(
-    source: str, grammar_paths: list[str], device: str, precision: str = "float32"
+    source: str, grammar_paths: list[str], device: str, precision: str | None = None
 ) -> dict[str, Listener]:
     """A Listener per grammar, all on one loaded network: the given files, else the
     checkpoint's own grammar, else the packaged default (voice/grammars/desktop.yaml)."""
+    from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.speech.vocabulary import grammar_constraint
     from glassformer.voice.grammar import Grammar
 
-    first = Listener(source, device=device, precision=precision)
+    first = Listener(source, device=device, precision=precision or ListenerConfig.precision)
     if grammar_paths:
         grammars = {name: Grammar.from_yaml(p) for name, p in grammar_names(grammar_paths).items()}
     elif first.grammar is not None:
@@ -82,7 +83,7 @@ def load_models(
     lm: str | None,
     translation: str | None,
     device: str = "cpu",
-    precision: str = "float32",
+    precision: str | None = None,  # None: the ListenerConfig's default
 ) -> ServedModels:
     """Load what was asked for; a bad path or name is a one-line GlassformerError."""
     if grammars and speech is None:
