@@ -49,23 +49,13 @@ def evaluate_lm_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_speech_command(args: argparse.Namespace) -> None:
-    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.cli.voice import listener_config
     from glassformer.tasks.speech.evaluation import evaluate_speech
     from glassformer.tasks.speech.listener import Listener
 
     if not (args.audio_dir and args.labels):
         raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
-    given = {
-        "grammar": args.grammar,
-        "beam_size": args.beam,
-        "reject_below": args.reject_below,
-        "device": args.device,
-    }
-    config = ListenerConfig(
-        model=args.checkpoint,
-        constrain=args.constrain or args.grammar is not None,
-        **{name: value for name, value in given.items() if value is not None},
-    )
+    config = listener_config(args, args.checkpoint)
     scored, summary = evaluate_speech(
         Listener(config=config), Path(args.audio_dir), Path(args.labels)
     )

@@ -96,19 +96,14 @@ def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
 
 
 def listener_config(args: argparse.Namespace, model: str):  # noqa: ANN201
-    """The ListenerConfig a speech command's flags ask for (every unset flag: its default)."""
+    """The ListenerConfig a speech command's flags ask for (every unset flag, and every flag
+    the command does not have, e.g. evaluate's --precision: its default)."""
     from glassformer.tasks.speech.config import ListenerConfig
 
-    given = {
-        "model": model,
-        "grammar": args.grammar,
-        "beam_size": args.beam,
-        "reject_below": args.reject_below,
-        "precision": args.precision,
-        "window_step": args.window_step,
-        "device": args.device,
-        "constrain": args.constrain or args.grammar is not None,
-    }
+    flags = {"beam_size": "beam", "reject_below": "reject_below", "precision": "precision"}
+    flags |= {"window_step": "window_step", "device": "device", "grammar": "grammar"}
+    given = {field: getattr(args, flag, None) for field, flag in flags.items()}
+    given |= {"model": model, "constrain": args.constrain or args.grammar is not None}
     return ListenerConfig(**{k: v for k, v in given.items() if v is not None})
 
 

@@ -19,15 +19,14 @@ events is ours (read_event), to bound it:
 Audio in any rate, 1 to 4-byte width, mono or stereo, is converted to 16 kHz 16-bit mono.
 Every model call runs on the ModelThread (serve/model_thread.py), as in the HTTP server. Bad
 input costs its client an answer, never the server its memory nor other clients their
-service. A bad request (a
-stream past MAX_COMMAND_SECONDS, an unknown model, audio before audio-start, a field of the
-wrong type) gets one `error` event, and the connection goes on (a refused stream's remaining
-chunks are dropped). What cannot be read as events (garbage, a data_length or payload_length
-over its limit, an event not sent whole within event_timeout_s of its first byte, a stream
-that rests that long without audio-stop) gets one `error` event and a close. read_event
-checks each length before it reads a byte; the wyoming package's own reader reads whatever
-payload_length promises, however long that takes. Not here: wake words, TTS, limits on idle
-connections between streams or on how many clients connect.
+service. A bad request (a stream past MAX_COMMAND_SECONDS, an unknown model, audio before
+audio-start, a field of the wrong type) gets one `error` event, and the connection goes on
+(a refused stream's remaining chunks are dropped). What cannot be read as events (garbage, a
+data_length or payload_length over its limit, an event not sent whole within event_timeout_s
+of its first byte, a stream that rests that long without audio-stop) gets one `error` event
+and a close. read_event checks each length before it reads a byte; the wyoming package's own
+reader reads whatever payload_length promises, however long that takes. Not here: wake
+words, TTS, limits on idle connections between streams or on how many clients connect.
 """
 
 from __future__ import annotations
@@ -36,9 +35,7 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 from wyoming.asr import Transcribe, Transcript
@@ -71,7 +68,6 @@ MAX_PAYLOAD_BYTES = 1024 * 1024  # payload_length: one chunk of audio; 32 s of 1
 EVENT_TIMEOUT_S = 10.0  # s: to send an event whole once it has begun, and between the events
 # of an audio stream (a live stream sends a chunk every ~0.06 s)
 ATTRIBUTION = ("glassformer", "https://pypi.org/project/glassformer/")
-Returned = TypeVar("Returned")  # what a function run on the model thread returns
 
 
 @dataclass
@@ -83,9 +79,6 @@ class Service:
     source: str
     thread: ModelThread
     event_timeout_s: float = EVENT_TIMEOUT_S  # tests shorten it
-
-    async def run(self, function: Callable[..., Returned], *args: object) -> Returned:
-        return await self.thread.run(function, *args)
 
 
 def describe(service: Service) -> Event:
@@ -334,7 +327,7 @@ class Handler(AsyncEventHandler):
             raise GlassformerError("audio-stop with no audio")
         pcm = np.frombuffer(b"".join(audio), dtype="<i2")
         listener = self.listener(self.model)
-        result = await self.service.run(listener.understand, pcm)
+        result = await self.service.thread.run(listener.understand, pcm)
         await self.send_transcript(result.text)
         await self.write_event(Transcript(text=result.text).event())
         if self.wants_intent:
