@@ -16,6 +16,9 @@ NUL, then the UTF-8 bytes and the NUL):
 
 Values come back as numpy arrays, converted as follows (and nothing else is changed):
   * float32 and float16 stay as stored; bfloat16 widens exactly to float32 (numpy has none).
+    With `widen`, float16 widens to float32 too, as it is read, a block at a time: no
+    float16 copy of a variable is ever held whole (the caller wants float32 weights and the
+    least peak memory; the conversion is exact).
   * int8 weights with a `NAME_scale` beside them become float32 `int8 / scale`. CTranslate2
     quantizes row by row (scale = 127 / max|row|, a conv weight's rows flattened first), so
     the scale has one value per row; int16 weights have one scale for the whole matrix. The
@@ -61,6 +64,7 @@ BINARY_VERSIONS = range(1, 7)  # model.bin layouts this reader knows; CTranslate
 DTYPES = ("float32", "int8", "int16", "int32", "float16", "bfloat16")  # dtype ids 0-5 (types.h)
 ITEM_SIZE_DTYPES = {4: "float32", 2: "int16", 1: "int8"}  # versions < 4 stored item sizes
 VOCABULARY_FILES = ("vocabulary.json", "vocabulary.txt")  # newer converters write the .json
+WIDEN_BLOCK_BYTES = 1 << 20  # float16 read at a time when widening: 1 MiB, a small buffer
 
 
 class CTranslate2Model(NamedTuple):
@@ -80,7 +84,7 @@ class ModelBin(NamedTuple):
 
 
 def read_ctranslate2_model(
-    directory: str | Path, model_bin_parts: Sequence[Path] = ()
+    directory: str | Path, model_bin_parts: Sequence[Path] = (), widen: bool = False
 ) -> CTranslate2Model:
     """Read a CTranslate2 model directory: model.bin and, when present, config.json.
 
@@ -100,13 +104,13 @@ def read_ctranslate2_model(
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: not a directory (a CTranslate2 model is a directory)")
-    spec_name, _, variables = read_model_bin(model_bin_parts or directory / "model.bin")
+    spec_name, _, variables = read_model_bin(model_bin_parts or directory / "model.bin", widen)
     return CTranslate2Model(spec_name, variables, read_json(directory / "config.json", {}))
 
 
-def read_model_bin(path: str | Path | Sequence[Path]) -> ModelBin:
-    """Read one model.bin (or its parts, in order): header, variables (dequantized as the
-    module says), aliases.
+def read_model_bin(path: str | Path | Sequence[Path], widen: bool = False) -> ModelBin:
+    """Read one model.bin (or its parts, in order): header, variables (dequantized, and with
+    `widen` float16 made float32, as the module says), aliases.
 
     Raises:
         CheckpointError: one line naming the file and what is wrong with it.
@@ -121,12 +125,12 @@ def read_model_bin(path: str | Path | Sequence[Path]) -> ModelBin:
             handles = [stack.enter_context(open(part, "rb")) for part in paths]
             stream = handles[0] if len(handles) == 1 else JoinedFiles(handles)
             size = sum(part.stat().st_size for part in paths)
-            return read_layout(BinaryReader(stream, label, size))
+            return read_layout(BinaryReader(stream, label, size), widen)
     except OSError as error:
         raise CheckpointError(f"{label}: cannot read ({error.strerror or error})") from None
 
 
-def read_layout(reader: BinaryReader) -> ModelBin:
+def read_layout(reader: BinaryReader, widen: bool = False) -> ModelBin:
     """The fields of model.bin in the order `_serialize` writes them (module docstring)."""
     version = reader.number("<I", "the binary version")
     if version not in BINARY_VERSIONS:
@@ -137,7 +141,7 @@ def read_layout(reader: BinaryReader) -> ModelBin:
         revision = reader.number("<I", "the spec revision")
     variables: dict[str, np.ndarray] = {}
     for _ in range(reader.number("<I", "the variable count")):
-        name, value = read_variable(reader, version)
+        name, value = read_variable(reader, version, widen)
         if name in variables:
             reader.fail(f"variable {name!r} is stored twice")
         variables[name] = value
@@ -153,7 +157,9 @@ def read_layout(reader: BinaryReader) -> ModelBin:
     return ModelBin(spec_name, revision, variables)
 
 
-def read_variable(reader: BinaryReader, version: int) -> tuple[str, np.ndarray]:
+def read_variable(
+    reader: BinaryReader, version: int, widen: bool = False
+) -> tuple[str, np.ndarray]:
     """One variable's name, shape, dtype and bytes, as a numpy array of that shape."""
     name = reader.string("a variable name")
     rank = reader.number("<B", f"the rank of {name!r}")
@@ -173,6 +179,8 @@ def read_variable(reader: BinaryReader, version: int) -> tuple[str, np.ndarray]:
     item_bytes = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     if n_bytes != math.prod(shape) * item_bytes:
         reader.fail(f"variable {name!r} has {n_bytes} bytes for shape {shape} of {dtype}")
+    if dtype == "float16" and widen:
+        return name, reader.take_float16_as_float32(shape, f"variable {name!r}")
     raw = reader.take(n_bytes, f"variable {name!r}")
     if dtype == "bfloat16":  # the top half of a float32: shift each 16-bit word up
         widened = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
@@ -243,7 +251,7 @@ class JoinedFiles:
     def __init__(self, handles: list[BinaryIO]) -> None:
         self.handles, self.index, self.position = handles, 0, 0
 
-    def readinto(self, buffer: bytearray) -> int:
+    def readinto(self, buffer: bytearray | memoryview) -> int:
         view, filled = memoryview(buffer), 0
         while filled < len(view) and self.index < len(self.handles):
             count = self.handles[self.index].readinto(view[filled:])
@@ -276,6 +284,22 @@ class BinaryReader:
             self.fail(f"truncated while reading {what}")
         self.remaining -= n_bytes
         return data
+
+    def take_float16_as_float32(self, shape: tuple[int, ...], what: str) -> np.ndarray:
+        """The next float16 array of `shape`, read WIDEN_BLOCK_BYTES at a time straight into
+        the float32 array it becomes (exact: every float16 is a float32)."""
+        count = math.prod(shape)
+        if 2 * count > self.remaining:
+            self.fail(f"truncated: {what} needs {2 * count} bytes, {self.remaining} are left")
+        widened = np.empty(count, np.float32)
+        block = memoryview(bytearray(min(2 * count, WIDEN_BLOCK_BYTES)))
+        for start in range(0, count, len(block) // 2):
+            part = block[: 2 * min(len(block) // 2, count - start)]
+            if self.handle.readinto(part) != len(part):
+                self.fail(f"truncated while reading {what}")
+            widened[start : start + len(part) // 2] = np.frombuffer(part, "<f2")
+        self.remaining -= 2 * count
+        return widened.reshape(shape)
 
     def number(self, fmt: str, what: str) -> int:
         """One unsigned integer in `fmt` ("<B", "<H" or "<I")."""

@@ -110,6 +110,31 @@ def test_packed_problems_are_one_line(tmp_path: Path, problem: str) -> None:
     assert str(tmp_path / "model.bin") in str(error.value) and "\n" not in str(error.value)
 
 
+def test_widening_reads_float16_as_exact_float32_block_by_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """widen=True: float16 comes back float32, equal value for value, across block and part
+    boundaries; other dtypes, aliases and truncation behave as without it."""
+    monkeypatch.setattr("glassformer.convert.ctranslate2.WIDEN_BLOCK_BYTES", 10)  # 5 values
+    rng = np.random.default_rng(0)
+    weight = rng.normal(size=(7, 3)).astype(np.float16)  # 21 values: 4 full blocks and a part
+    data = packed_model([("a/weight", weight), ("b", np.array(7, np.int16))], (("c", "a/weight"),))
+    (tmp_path / "model.bin").write_bytes(data)
+    widened = read_ctranslate2_model(tmp_path, widen=True).variables
+    assert widened["a/weight"].dtype == np.float32 and widened["a/weight"].shape == (7, 3)
+    np.testing.assert_array_equal(widened["a/weight"], weight.astype(np.float32))
+    assert widened["c"] is widened["a/weight"] and widened["b"].dtype == np.int16
+    parts = [tmp_path / "part1", tmp_path / "part2"]
+    parts[0].write_bytes(data[: len(data) // 2])  # the cut falls inside the values
+    parts[1].write_bytes(data[len(data) // 2 :])
+    np.testing.assert_array_equal(
+        read_ctranslate2_model(tmp_path, parts, widen=True).variables["a/weight"], widened["c"]
+    )
+    (tmp_path / "model.bin").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated: variable 'a/weight' needs 42 bytes"):
+        read_ctranslate2_model(tmp_path, widen=True)
+
+
 # --- the published faster-whisper tiny.en ---------------------------------------------------
 
 
