@@ -89,9 +89,10 @@ def speech_config_from_hf(hf_config: Any) -> SpeechConfig:
 
 
 def speech_state_dict_from_hf(
-    hf_state: Mapping[str, torch.Tensor], config: SpeechConfig
+    hf_state: dict[str, torch.Tensor], config: SpeechConfig
 ) -> dict[str, torch.Tensor]:
-    """Rename a Whisper state dict to SpeechTransformer names.
+    """Rename a Whisper state dict to SpeechTransformer names, moving each tensor out of
+    `hf_state` (it ends empty: no second reference keeps a tensor alive).
 
     The encoder's position table is not a weight of ours (it is computed): it is checked
     against Whisper's sinusoids instead. The output projection is the token embedding (tied).
@@ -100,7 +101,8 @@ def speech_state_dict_from_hf(
         CheckpointError: an unknown tensor name, or an encoder table that is not sinusoids.
     """
     ours = {}
-    for name, tensor in hf_state.items():
+    while hf_state:
+        name, tensor = hf_state.popitem()
         name = name.removeprefix("model.")
         if name == "proj_out.weight":
             continue  # tied to the token embedding
@@ -137,35 +139,61 @@ def check_encoder_positions(table: torch.Tensor, config: SpeechConfig) -> None:
         raise CheckpointError(f"the encoder position table is not Whisper's sinusoids ({error})")
 
 
-def from_hf_whisper(source: Any, config: Any = None) -> SpeechTransformer:
+def from_hf_whisper(source: Any, config: Any = None, consume: bool = False) -> SpeechTransformer:
     """Our SpeechTransformer holding the weights of a Hugging Face Whisper.
 
     Args:
         source: a transformers WhisperForConditionalGeneration (its config is read), or a
             state dict, in which case `config` (a WhisperConfig or its dict) is required.
         config: the WhisperConfig for a bare state dict.
+        consume: the state dict is the caller's to give away: its float32 tensors become the
+            model's own, and each tensor leaves the dict as it is converted, so that a
+            float16 file is never held beside the whole float32 model (a loader's peak
+            memory). Otherwise every tensor is copied and the dict is left as it was.
 
     Returns:
         The model in eval mode; its logits match the source's (tests/parity/test_hf_whisper.py).
     """
     if hasattr(source, "state_dict") and hasattr(source, "config"):
-        config, hf_state = source.config, source.state_dict()
+        config, hf_state, consume = source.config, source.state_dict(), False
     elif config is None:
         raise CheckpointError("a bare Whisper state dict needs its config")
     else:
-        hf_state = dict(source)
+        hf_state = source if consume else dict(source)
     speech_config = speech_config_from_hf(config)
-    model = SpeechTransformer(speech_config)
-    state = speech_state_dict_from_hf(hf_state, speech_config)
-    try:
-        missing, unexpected = model.load_state_dict(state, strict=False)
-    except RuntimeError as error:  # a tensor of the wrong shape: name the first one
-        problems = [line.strip() for line in str(error).splitlines() if "mismatch" in line]
-        raise CheckpointError(f"Whisper weights: {(problems or [str(error)])[0]}") from None
-    missing = [m for m in missing if m != "head.weight"]  # tied: it is tgt_embed.weight
+    model = SpeechTransformer.without_weights(speech_config)
+    load_weights(model, speech_state_dict_from_hf(hf_state, speech_config), copy=not consume)
+    return model.eval()
+
+
+def load_weights(model: SpeechTransformer, state: dict[str, torch.Tensor], copy: bool) -> None:
+    """Give a model built `without_weights` its parameters from `state` (our names), each as
+    float32, emptying `state` as it goes; a tied output layer is tied again.
+
+    Raises:
+        CheckpointError: a missing, extra or wrongly shaped tensor (the first one named).
+    """
+    expected = model.state_dict(keep_vars=True)
+    tied = {"head.weight"} if model.config.tie_output else set()
+    missing = [name for name in expected if name not in state and name not in tied]
+    unexpected = [name for name in state if name not in expected]
     if missing or unexpected:
         raise CheckpointError(f"Whisper weights: missing {missing[:5]}, extra {unexpected[:5]}")
-    return model.eval()
+    weights = {}
+    while state:
+        name, tensor = state.popitem()  # its float16 original goes as soon as it is converted
+        if tensor.shape != expected[name].shape:
+            raise CheckpointError(
+                f"Whisper weights: {name} is {tuple(tensor.shape)}, expected "
+                f"{tuple(expected[name].shape)}"
+            )
+        weights[name] = tensor.detach().to(torch.float32, copy=copy).contiguous()
+    model.load_state_dict(weights, strict=False, assign=True)
+    if model.config.tie_output:
+        model.head.weight = model.tgt_embed.weight  # assign replaced the embedding's Parameter
+    meta = [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if meta:  # a tensor the model has that is neither loaded nor computed: a bug here
+        raise CheckpointError(f"Whisper weights: nothing loaded for {meta[:5]}")
 
 
 # CTranslate2's Whisper names -> Hugging Face's, per block (fused projections are split below).
@@ -196,18 +224,21 @@ CT2_LAYER = re.compile(r"^(encoder|decoder)/layer_(\d+)/(.+)$")
 CT2_SETTINGS = re.compile(r"^(encoder|decoder)/[a-z_]+$")  # 0-d settings such as num_heads
 
 
-def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+def hf_names_from_ctranslate2(variables: dict[str, Any]) -> dict[str, torch.Tensor]:
     """A CTranslate2 WhisperSpec's variables as a Hugging Face Whisper state dict.
 
     Fused q/k/v (and cross-attention k/v) are split into separate projections; the key bias,
     which CTranslate2 stores as zeros, is dropped (Whisper has none); layer-norm gamma/beta
-    become weight/bias. The tied output projection is left out. The tensors share the
-    arrays' memory and keep their dtype (float16 for tiny.en): loading into the float32 model
-    converts them, so the weights are never held twice in float32 (peak memory).
+    become weight/bias. The tied output projection is left out. Each array moves out of
+    `variables` (it ends empty) into a tensor that keeps its dtype (float16 for tiny.en) and
+    shares its memory, but a fused projection's parts are copied apart, so that each array
+    is freed as soon as `from_hf_whisper(..., consume=True)` has converted it.
     """
     state: dict[str, torch.Tensor] = {}
-    for name, array in variables.items():
-        if name == "decoder/projection/weight" or CT2_SETTINGS.match(name):
+    variables.pop("decoder/projection/weight", None)  # the embedding's alias: one reference less
+    while variables:
+        name, array = variables.popitem()
+        if CT2_SETTINGS.match(name):
             continue
         with warnings.catch_warnings():  # read-only file buffers: we never write to them
             warnings.simplefilter("ignore", UserWarning)
@@ -224,7 +255,7 @@ def hf_names_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, torch.T
                 field = rest[len(theirs) :]  # weight or bias
                 for part, chunk in zip(parts, tensor.chunk(len(parts)), strict=True):
                     if not (field == "bias" and part.endswith("k_proj.")):
-                        state[prefix + part + field] = chunk
+                        state[prefix + part + field] = chunk.clone()  # not a view of the fused
                 break
         else:
             state[prefix + rename_ctranslate2(rest, CT2_BLOCK, name).replace("/", ".")] = tensor
@@ -268,15 +299,15 @@ def from_ctranslate2_whisper(
     the directory's config.json."""
     from glassformer.convert.ctranslate2 import read_ctranslate2_model
 
-    spec, variables, config = read_ctranslate2_model(directory, model_bin_parts)
+    spec, variables, config = read_ctranslate2_model(directory, model_bin_parts, widen=True)
     if spec != "WhisperSpec":
         raise CheckpointError(f"{directory}: a {spec} model, not Whisper")
     try:
         hf_config = hf_config_from_ctranslate2(variables)
     except KeyError as error:
         raise CheckpointError(f"{directory}: model.bin lacks {error}") from None
-    model = from_hf_whisper(hf_names_from_ctranslate2(variables), hf_config)
-    return model, config
+    state = hf_names_from_ctranslate2(variables)  # empties `variables`
+    return from_hf_whisper(state, hf_config, consume=True), config
 
 
 def from_hf_whisper_directory(directory: str | Path) -> SpeechTransformer:
@@ -301,4 +332,4 @@ def from_hf_whisper_directory(directory: str | Path) -> SpeechTransformer:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{weights}: unreadable or truncated ({error})") from None
-    return from_hf_whisper(state, config)
+    return from_hf_whisper(state, config, consume=True)  # read here: ours to give away

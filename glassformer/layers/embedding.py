@@ -33,7 +33,8 @@ class TokenEmbedding(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
         self.multiplier = math.sqrt(d_model) if scale else 1.0
-        nn.init.normal_(self.weight, std=0.02)
+        if not self.weight.is_meta:  # a model built without_weights: nothing to draw, and
+            nn.init.normal_(self.weight, std=0.02)  # torch's normal_ on meta takes real memory
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = F.embedding(tokens, self.weight)  # (B, T) -> (B, T, D): row lookup = one-hot @ table
@@ -60,7 +61,8 @@ class DeEmbedding(nn.Module):
             self.weight = tied
             return
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
-        nn.init.normal_(self.weight, std=0.02)
+        if not self.weight.is_meta:  # as TokenEmbedding
+            nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight.T  # (B, T, D) @ (D, V) -> (B, T, V)

@@ -66,7 +66,9 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, max_len: int, d_model: int, layout: str = "interleaved") -> None:
         super().__init__()
         make_table = whisper_sinusoid_table if layout == "concat" else sinusoidal_table
-        self.register_buffer("table", make_table(max_len, d_model), persistent=False)
+        with torch.device("cpu"):  # computed, never loaded: real even in a model built on meta
+            table = make_table(max_len, d_model)
+        self.register_buffer("table", table, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.size(1)

@@ -57,7 +57,18 @@ class Seq2SeqTransformer(nn.Module):
         self.decoder = Decoder(decoder_blocks, self.make_final_norm())
         tied = self.tgt_embed.weight if c.tie_output else None  # one matrix, both ways
         self.head = DeEmbedding(c.d_model, c.tgt_vocab_size, tied)
-        init_seq2seq_weights(self)
+        if not self.tgt_embed.weight.is_meta:  # without_weights: nothing to draw
+            init_seq2seq_weights(self)
+
+    @classmethod
+    def without_weights(cls, config: Seq2SeqConfig) -> Seq2SeqTransformer:
+        """The model's modules with their parameters on the meta device: shapes that hold no
+        memory and draw no random numbers, for a loader that gives it its weights with
+        load_state_dict(..., assign=True). The sinusoid tables, computed and not loaded, are
+        real (SinusoidalPositions makes them on the CPU). A published Whisper is then never
+        held twice while it loads (docs/benchmarks.md, memory)."""
+        with torch.device("meta"):
+            return cls(config)
 
     def make_final_norm(self) -> LayerNorm | None:
         c = self.config

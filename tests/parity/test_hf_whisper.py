@@ -80,3 +80,29 @@ def test_a_saved_hugging_face_directory_loads_the_same(
     (tmp_path / "hf" / "model.safetensors").write_bytes(b"\x00" * 10)
     with pytest.raises(CheckpointError, match="unreadable or truncated"):
         from_hf_whisper_directory(tmp_path / "hf")
+
+
+def test_a_state_given_away_loads_tensor_by_tensor_into_float32(
+    hf_whisper: torch.nn.Module,
+) -> None:
+    """consume=True: a float16 state dict (as a published file stores it) is emptied as it is
+    converted, the model is float32 and built without drawing weights, and it computes what
+    the copying path computes from the same values."""
+    from glassformer.models.speech import SpeechTransformer
+
+    half = {name: tensor.detach().half() for name, tensor in hf_whisper.state_dict().items()}
+    copied = from_hf_whisper(dict(half), hf_whisper.config)
+    given = dict(half)
+    ours = from_hf_whisper(given, hf_whisper.config, consume=True)
+    assert given == {}  # nothing left holding the float16 originals
+    assert {p.dtype for p in ours.parameters()} == {torch.float32}
+    assert ours.head.weight is ours.tgt_embed.weight  # tied again after assign
+    features = torch.randn(1, N_MELS, 2 * SOURCE_POSITIONS)
+    tokens = torch.tensor([[1, 5, 7]])
+    with torch.no_grad():
+        expected = copied(features, tokens)
+        torch.testing.assert_close(ours(features, tokens), expected, rtol=0, atol=0)
+    empty = SpeechTransformer.without_weights(ours.config)
+    assert all(p.is_meta for p in empty.parameters())  # shapes only: no memory, no drawing
+    assert not empty.src_positions.table.is_meta  # the computed table is real
+    torch.testing.assert_close(empty.src_positions.table, ours.src_positions.table)
