@@ -139,7 +139,9 @@ def check_encoder_positions(table: torch.Tensor, config: SpeechConfig) -> None:
         raise CheckpointError(f"the encoder position table is not Whisper's sinusoids ({error})")
 
 
-def from_hf_whisper(source: Any, config: Any = None, consume: bool = False) -> SpeechTransformer:
+def from_hf_whisper(
+    source: Any, config: Any = None, consume: bool = False, widen: bool = True
+) -> SpeechTransformer:
     """Our SpeechTransformer holding the weights of a Hugging Face Whisper.
 
     Args:
@@ -150,6 +152,10 @@ def from_hf_whisper(source: Any, config: Any = None, consume: bool = False) -> S
             model's own, and each tensor leaves the dict as it is converted, so that a
             float16 file is never held beside the whole float32 model (a loader's peak
             memory). Otherwise every tensor is copied and the dict is left as it was.
+        widen: the model's weights are float32 (float16 ones widened, exactly). False keeps
+            each in its stored dtype, for a caller that quantizes them next and widens the
+            rest (layers/quantized.py: quantize_speech_decoder): no float32 copy of the
+            weights it quantizes is ever made.
 
     Returns:
         The model in eval mode; its logits match the source's (tests/parity/test_hf_whisper.py).
@@ -162,13 +168,19 @@ def from_hf_whisper(source: Any, config: Any = None, consume: bool = False) -> S
         hf_state = source if consume else dict(source)
     speech_config = speech_config_from_hf(config)
     model = SpeechTransformer.without_weights(speech_config)
-    load_weights(model, speech_state_dict_from_hf(hf_state, speech_config), copy=not consume)
+    state = speech_state_dict_from_hf(hf_state, speech_config)
+    load_weights(model, state, copy=not consume, dtype=torch.float32 if widen else None)
     return model.eval()
 
 
-def load_weights(model: SpeechTransformer, state: dict[str, torch.Tensor], copy: bool) -> None:
+def load_weights(
+    model: SpeechTransformer,
+    state: dict[str, torch.Tensor],
+    copy: bool,
+    dtype: torch.dtype | None = torch.float32,
+) -> None:
     """Give a model built `without_weights` its parameters from `state` (our names), each as
-    float32, emptying `state` as it goes; a tied output layer is tied again.
+    `dtype` (None: as stored), emptying `state` as it goes; a tied output layer is tied again.
 
     Raises:
         CheckpointError: a missing, extra or wrongly shaped tensor (the first one named).
@@ -187,7 +199,8 @@ def load_weights(model: SpeechTransformer, state: dict[str, torch.Tensor], copy:
                 f"Whisper weights: {name} is {tuple(tensor.shape)}, expected "
                 f"{tuple(expected[name].shape)}"
             )
-        weights[name] = tensor.detach().to(torch.float32, copy=copy).contiguous()
+        tensor = tensor.detach().to(dtype or tensor.dtype, copy=copy)
+        weights[name] = tensor.contiguous()
     model.load_state_dict(weights, strict=False, assign=True)
     if model.config.tie_output:
         model.head.weight = model.tgt_embed.weight  # assign replaced the embedding's Parameter
@@ -292,14 +305,14 @@ def hf_config_from_ctranslate2(variables: Mapping[str, Any]) -> dict[str, int | 
 
 
 def from_ctranslate2_whisper(
-    directory: str | Path, model_bin_parts: Sequence[Path] = ()
+    directory: str | Path, model_bin_parts: Sequence[Path] = (), widen: bool = True
 ) -> tuple[SpeechTransformer, dict[str, Any]]:
     """Our SpeechTransformer from a CTranslate2 Whisper directory (faster-whisper's format),
     read by convert/ctranslate2.py (model.bin, or its parts in order). Returns the model and
-    the directory's config.json."""
+    the directory's config.json. `widen`: as from_hf_whisper (False: float16 as stored)."""
     from glassformer.convert.ctranslate2 import read_ctranslate2_model
 
-    spec, variables, config = read_ctranslate2_model(directory, model_bin_parts, widen=True)
+    spec, variables, config = read_ctranslate2_model(directory, model_bin_parts, widen=widen)
     if spec != "WhisperSpec":
         raise CheckpointError(f"{directory}: a {spec} model, not Whisper")
     try:
@@ -307,12 +320,13 @@ def from_ctranslate2_whisper(
     except KeyError as error:
         raise CheckpointError(f"{directory}: model.bin lacks {error}") from None
     state = hf_names_from_ctranslate2(variables)  # empties `variables`
-    return from_hf_whisper(state, hf_config, consume=True), config
+    return from_hf_whisper(state, hf_config, consume=True, widen=widen), config
 
 
-def from_hf_whisper_directory(directory: str | Path) -> SpeechTransformer:
+def from_hf_whisper_directory(directory: str | Path, widen: bool = True) -> SpeechTransformer:
     """Our SpeechTransformer from a Hugging Face Whisper directory (config.json and
-    model.safetensors, as `save_pretrained` writes them); weights only, never pickle."""
+    model.safetensors, as `save_pretrained` writes them); weights only, never pickle.
+    `widen`: as from_hf_whisper."""
     import json
 
     from safetensors import SafetensorError
@@ -332,4 +346,4 @@ def from_hf_whisper_directory(directory: str | Path) -> SpeechTransformer:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{weights}: unreadable or truncated ({error})") from None
-    return from_hf_whisper(state, config, consume=True)  # read here: ours to give away
+    return from_hf_whisper(state, config, consume=True, widen=widen)  # ours to give away

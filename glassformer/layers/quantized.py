@@ -173,7 +173,26 @@ def halve_token_table(model: Seq2SeqTransformer) -> bool:
         return False
     table = model.tgt_embed.weight.detach()
     for rows in table.split(4096):  # a block at a time: no second whole table in memory
-        if not torch.equal(rows.half().float(), rows):
+        if not torch.equal(rows.half().float(), rows.float()):  # any float dtype
             return False
     model.tgt_embed = HalfTokenTable(model.tgt_embed)
     return True
+
+
+def quantize_speech_decoder(model: Seq2SeqTransformer) -> None:
+    """CTranslate2's CPU recipe, in place: the decoder's linear layers and its output layer in
+    int8, the token table in float16 where exact, everything else float32.
+
+    The decoder and its output layer are nearly all of a decode step's bytes (the 51,864-word
+    output layer alone reads 80 MB a step in float32). The encoder keeps float32: in int8 it
+    cost 0.7 points on clean real digits (docs/benchmarks.md), for 30 ms a clip. A model
+    loaded with its float16 weights as stored (load_speech_model(..., widen=False)) is
+    quantized from them and the rest widened a tensor at a time, so no float32 copy of what
+    becomes int8 is ever held (peak memory: docs/benchmarks.md).
+    """
+    quantize_linear_layers(model.decoder)
+    model.head = Int8Linear(model.head.weight)  # untied from the table from here on
+    halve_token_table(model)  # the lookup alone reads it now: float16, 40 MB less
+    for child in model.children():
+        if not isinstance(child, HalfTokenTable):
+            child.float()  # each float16 tensor left (norms, biases, the encoder) widened

@@ -185,3 +185,32 @@ def test_int8_linear_layers_stay_close_to_float32() -> None:
         logits = model(features, tokens).logits
     error = (logits - reference).abs().max() / reference.abs().max()
     assert error < 0.05, f"int8 logits differ by {error:.3f} of their scale"
+
+
+@needs_whisper
+def test_int8_quantized_from_the_stored_float16_equals_int8_from_float32() -> None:
+    """int8 loads tiny.en's float16 weights as stored and quantizes them (no float32 copy of
+    the decoder, docs/benchmarks.md memory): the same model as quantizing the float32 load,
+    bit for bit, every tensor float32 but the float16 token table."""
+    from glassformer.layers.quantized import (
+        HalfTokenTable,
+        has_int8_kernels,
+        quantize_speech_decoder,
+    )
+    from glassformer.tasks.speech.pretrained import read_whisper
+
+    if not has_int8_kernels():
+        pytest.skip("this torch has no fbgemm int8 kernels")
+    as_stored, _, _ = read_whisper("whisper-tiny.en", widen=False)
+    assert {p.dtype for p in as_stored.decoder.parameters()} == {torch.float16}
+    widened, _, _ = read_whisper("whisper-tiny.en")
+    for model in (as_stored, widened):
+        quantize_speech_decoder(model)
+        assert isinstance(model.tgt_embed, HalfTokenTable)
+        tensors = {n: t.dtype for n, t in [*model.named_parameters(), *model.named_buffers()]}
+        assert {n for n, dtype in tensors.items() if dtype != torch.float32} == {"tgt_embed.table"}
+    torch.manual_seed(0)
+    features, tokens = torch.randn(1, 80, 3000), torch.tensor([[50257, 50362, 1820, 6329]])
+    with torch.no_grad():
+        logits = [model(features, tokens).logits for model in (as_stored, widened)]
+    assert torch.equal(logits[0], logits[1])

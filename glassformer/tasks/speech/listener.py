@@ -289,24 +289,16 @@ def load(config: ListenerConfig) -> SpeechModel:
     """The SpeechModel a config names: its model, grammar, window and precision."""
     from glassformer.tasks.speech.loading import load_speech_model
 
-    speech = load_speech_model(config.model, config.device, config.grammar)
+    int8 = config.precision == "int8"  # then float16 weights stay as stored until quantized
+    speech = load_speech_model(config.model, config.device, config.grammar, widen=not int8)
     if config.window_step is not None and speech.features.window_seconds > 0:
         step = min(config.window_step, speech.features.window_seconds)
         features = dataclasses.replace(speech.features, window_step=step)
         speech = dataclasses.replace(speech, features=features)
-    if config.precision == "int8":
-        from glassformer.layers.quantized import (
-            Int8Linear,
-            halve_token_table,
-            quantize_linear_layers,
-        )
+    if int8:
+        from glassformer.layers.quantized import quantize_speech_decoder
 
-        # the decoder and its output layer: nearly all of a decode step's bytes (the 51,864-
-        # word output layer alone 80 MB a step at beam 4). The encoder keeps float32: in int8
-        # it cost 0.7 points on clean real digits (docs/benchmarks.md), for 30 ms a clip.
-        quantize_linear_layers(speech.model.decoder)
-        speech.model.head = Int8Linear(speech.model.head.weight)
-        halve_token_table(speech.model)  # the lookup alone reads it now: float16, 40 MB less
+        quantize_speech_decoder(speech.model)
     return speech
 
 

@@ -27,7 +27,7 @@ MAX_CONTEXT_TOKENS = 120  # Whisper's previous-text prompt holds at most 223 tok
 
 
 def load_speech_model(
-    path: str | Path, device: str = "cpu", grammar: str | Path | None = None
+    path: str | Path, device: str = "cpu", grammar: str | Path | None = None, widen: bool = True
 ) -> SpeechModel:
     """A speech run or checkpoint directory, or a Whisper (an installed pretrained name, a
     CTranslate2 or Hugging Face directory, an OpenAI .pt file: tasks/speech/pretrained.py)
@@ -36,13 +36,14 @@ def load_speech_model(
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
     none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token,
     word_prefix) come from its importer; a model trained here starts from <bos> and ends
-    with <eos>.
+    with <eos>. `widen=False` keeps a published Whisper's float16 weights as stored, for a
+    caller that quantizes them next (listener.load); a checkpoint of ours is float32 anyway.
     """
     from glassformer.tasks.speech.pretrained import is_pretrained_source, load_pretrained
     from glassformer.tokenizer.io import load_tokenizer
 
     if is_pretrained_source(path) or not Path(path).exists():
-        speech = load_pretrained(path, device)  # an unknown name: one line listing ours
+        speech = load_pretrained(path, device, widen)  # an unknown name: one line listing ours
         return use_grammar(speech, Grammar.from_yaml(grammar) if grammar else None)
 
     model, directory, header = load_task_checkpoint(path, "speech", device)

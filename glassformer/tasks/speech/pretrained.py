@@ -112,9 +112,11 @@ def whisper_source_kind(source: str | Path) -> str | None:
     return "hf" if isinstance(config, dict) and config.get("model_type") == "whisper" else None
 
 
-def read_whisper(source: str | Path) -> tuple[Any, Path | None, dict]:
+def read_whisper(source: str | Path, widen: bool = True) -> tuple[Any, Path | None, dict]:
     """A Whisper source's SpeechTransformer, its tokenizer.json (None: it ships none) and its
     decoding settings in CTranslate2's config.json terms (suppress_ids, suppress_ids_begin).
+    `widen`: float32 weights; False keeps a file's float16 weights as stored (a CTranslate2
+    or Hugging Face directory; a .pt is read whole, then widened), for int8 (listener.load).
 
     Raises:
         CheckpointError: a broken file, named. GlassformerError: an unknown name.
@@ -128,7 +130,8 @@ def read_whisper(source: str | Path) -> tuple[Any, Path | None, dict]:
     if kind == "hf":
         tokenizer = path / "tokenizer.json"
         settings = hf_generation_settings(path / "generation_config.json")
-        return from_hf_whisper_directory(path), tokenizer if tokenizer.is_file() else None, settings
+        model = from_hf_whisper_directory(path, widen)
+        return model, tokenizer if tokenizer.is_file() else None, settings
     if kind is None and path.exists():
         raise CheckpointError(
             f"{path}: not a Whisper model (no model.bin, no Hugging Face config.json of "
@@ -137,7 +140,7 @@ def read_whisper(source: str | Path) -> tuple[Any, Path | None, dict]:
     directory = path if kind == "ctranslate2" else locate(str(source))  # unknown: one line
     parts = installed_files(str(source)) if kind == "name" else []
     parts = parts if parts != [directory / "model.bin"] else []  # a whole model.bin
-    model, settings = from_ctranslate2_whisper(directory, parts)
+    model, settings = from_ctranslate2_whisper(directory, parts, widen)
     return model, directory / "tokenizer.json", settings
 
 
@@ -212,15 +215,16 @@ def whisper_decoding(tokenizer: Tokenizer, vocab_size: int, ct2_config: dict) ->
     }
 
 
-def load_pretrained(source: str | Path, device: str = "cpu"):  # noqa: ANN201
+def load_pretrained(source: str | Path, device: str = "cpu", widen: bool = True):  # noqa: ANN201
     """A SpeechModel from a Whisper source: a pretrained name, a CTranslate2, Hugging Face or
-    OpenAI .pt path (module docstring), with no grammar (loading.use_grammar gives one)."""
+    OpenAI .pt path (module docstring), with no grammar (loading.use_grammar gives one).
+    `widen=False` keeps float16 weights as stored (read_whisper)."""
     from glassformer.devices import resolve_device
     from glassformer.tasks.speech.model import SpeechModel
     from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
 
     torch_device = resolve_device(device)
-    model, tokenizer_path, ct2_config = read_whisper(source)
+    model, tokenizer_path, ct2_config = read_whisper(source, widen)
     if tokenizer_path is None:
         tokenizer_path, borrowed = borrowed_tokenizer(source, model.config.tgt_vocab_size)
         ct2_config = {**borrowed, **ct2_config}  # a Hugging Face directory's own lists first
