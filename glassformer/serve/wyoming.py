@@ -25,8 +25,11 @@ audio-start, a field of the wrong type) gets one `error` event, and the connecti
 data_length or payload_length over its limit, an event not sent whole within event_timeout_s
 of its first byte, a stream that rests that long without audio-stop) gets one `error` event
 and a close. read_event checks each length before it reads a byte; the wyoming package's own
-reader reads whatever payload_length promises, however long that takes. Not here: wake
-words, TTS, limits on idle connections between streams or on how many clients connect.
+reader reads whatever payload_length promises, however long that takes. A connection with no
+event for idle_timeout_s between streams is closed with one `error` event (Home Assistant
+connects once per request), and a client past max_clients connected at once gets one `error`
+event and a close: connections that only hold a socket cannot pile up. Not here: wake words,
+TTS.
 """
 
 from __future__ import annotations
@@ -67,18 +70,23 @@ MAX_PAYLOAD_BYTES = 1024 * 1024  # payload_length: one chunk of audio; 32 s of 1
 # mono, where Home Assistant sends 1024 samples (2 KB) a chunk
 EVENT_TIMEOUT_S = 10.0  # s: to send an event whole once it has begun, and between the events
 # of an audio stream (a live stream sends a chunk every ~0.06 s)
+IDLE_TIMEOUT_S = 300.0  # s: a connection's wait for its next event between streams
+MAX_CLIENTS = 64  # connections at once (Home Assistant: one per request under way)
 ATTRIBUTION = ("glassformer", "https://pypi.org/project/glassformer/")
 
 
 @dataclass
 class Service:
-    """What every connection shares: the listeners by grammar name, the model's name, and
-    the one thread that runs the model."""
+    """What every connection shares: the listeners by grammar name, the model's name, the
+    one thread that runs the model, its limits, and how many clients are connected now."""
 
     listeners: dict[str, Listener]
     source: str
     thread: ModelThread
-    event_timeout_s: float = EVENT_TIMEOUT_S  # tests shorten it
+    event_timeout_s: float = EVENT_TIMEOUT_S  # tests shorten these
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    max_clients: int = MAX_CLIENTS
+    clients: int = 0  # connected now (the event loop's thread alone counts them)
 
 
 def describe(service: Service) -> Event:
@@ -226,22 +234,34 @@ class Handler(AsyncEventHandler):
         self.converter = AudioChunkConverter(rate=SAMPLE_RATE, width=2, channels=1)
 
     async def run(self) -> None:
-        """Answer events until the client leaves or sends what cannot be read (read_event)."""
+        """Answer events until the client leaves, rests too long or sends what cannot be read
+        (read_event); a client past max_clients is told so and let go."""
         self._is_running = True
-        timeout_s = self.service.event_timeout_s
+        service, timeout_s = self.service, self.service.event_timeout_s
+        if service.clients >= service.max_clients:
+            await self.refuse(f"this server has {service.max_clients} clients: try again later")
+            self.writer.close()
+            return
+        service.clients += 1
         try:
             while self._is_running:
-                idle_s = timeout_s if self.audio is not None else None  # mid-stream
+                mid_stream = self.audio is not None
+                idle_s = timeout_s if mid_stream else service.idle_timeout_s
                 event = await read_event(self.reader, timeout_s, idle_s)
                 if event is None or not await self.handle_event(event):
                     break
         except BadEvent as error:
             await self.refuse(str(error))
         except TimeoutError:
-            await self.refuse(f"an audio stream rested {timeout_s:g} s without its audio-stop")
+            await self.refuse(
+                f"an audio stream rested {timeout_s:g} s without its audio-stop"
+                if mid_stream
+                else f"no event for {service.idle_timeout_s:g} s: the connection is closed"
+            )
         except ConnectionError:
             pass  # the client went away while it was answered
         finally:
+            service.clients -= 1
             await self.disconnect()
             self.writer.close()
 

@@ -333,3 +333,41 @@ def test_a_100_mb_chunk_is_refused_before_it_is_read(service) -> None:  # noqa: 
     assert sent < claimed, "the server took the whole 100 MB"
     assert growth < 20 * 2**20, f"resident memory grew {growth / 2**20:.0f} MB"
     assert after == "info"
+
+
+async def asks_info_once_it_can(uri: str, within: float = 10.0) -> str:
+    """asks_info, again every 0.1 s while the answer is an error (a slot frees up when the
+    server has seen a client leave)."""
+    deadline = time.monotonic() + within
+    while (answer := await asks_info(uri)) != "info" and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return answer
+
+
+def test_clients_past_the_limit_and_idle_connections_are_let_go(service) -> None:  # noqa: ANN001
+    """With max_clients 2, two connections that send nothing hold both places: a third
+    client gets one error and a close. Idle past idle_timeout_s (1 s here; 300 s by
+    default), each is closed with one error, and a client is answered again."""
+    quick = dataclasses.replace(service, max_clients=2, idle_timeout_s=1.0)
+
+    async def talk(uri: str) -> tuple:
+        holders = [await raw(uri) for _ in range(2)]
+        await asyncio.sleep(0.2)  # both connections are counted
+        reader, writer = await raw(uri)
+        third = await answers_until_closed(reader, 10)
+        writer.close()
+        began = time.monotonic()
+        idle = [await answers_until_closed(r, 10) for r, _ in holders]
+        waited = time.monotonic() - began
+        for _, w in holders:
+            w.close()
+        return third, idle, waited, await asks_info_once_it_can(uri)
+
+    third, idle, waited, after = asyncio.run(with_server(quick, talk))
+    assert [e.type for e in third] == ["error"]
+    assert "has 2 clients" in third[0].data["text"]
+    for answers in idle:
+        assert [e.type for e in answers] == ["error"]
+        assert "no event for 1 s" in answers[0].data["text"]
+    assert waited < 5, f"idle connections were held {waited:.1f} s (bound: 1 s)"
+    assert after == "info"
