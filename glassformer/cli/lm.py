@@ -30,9 +30,7 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
         f"({result.tokens_per_second:,.0f} tokens/s); validation loss {result.val_loss:.4f}, "
         f"best {result.best_val_loss:.4f}"
     )
-    print(
-        f"checkpoints: {out}/best, {out}/last; metrics: {out}/metrics.jsonl; curve: {out}/loss.png"
-    )
+    say(f"checkpoints: {out}/best, {out}/last; metrics: {out}/metrics.jsonl; curve: {out}/loss.png")
 
 
 def cmd_generate(args: argparse.Namespace) -> None:

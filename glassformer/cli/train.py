@@ -83,6 +83,7 @@ TRANSLATION_RUN = TaskRun(
         "frontend": "the feature front end is built only for feature frames",
     },
 )
+SPEECH_PRESET = "small"  # train speech without --preset: this, or finetune with --init
 SPEECH_RUN = TaskRun(
     "speech",
     SpeechConfig,
@@ -98,7 +99,7 @@ SPEECH_RUN = TaskRun(
         "src_vocab_size": "feature frames have no source vocabulary",
         "share_embeddings": "feature frames have no source embedding table to share",
     },
-    preset_note=" (default: small; finetune with --init)",
+    preset_note=f" (default: {SPEECH_PRESET}; finetune with --init)",
 )
 RUNS = {run.name: run for run in (LM_RUN, TRANSLATION_RUN, SPEECH_RUN)}
 

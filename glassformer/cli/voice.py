@@ -34,13 +34,13 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
 def cmd_train_speech(args: argparse.Namespace) -> None:
     import dataclasses
 
-    from glassformer.cli.train import SPEECH_RUN, announce, resolve_settings, say
+    from glassformer.cli.train import SPEECH_PRESET, SPEECH_RUN, announce, resolve_settings, say
     from glassformer.errors import GlassformerError
     from glassformer.tasks.speech.training import train_speech
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_dataset_info, synthesize
 
-    preset_name = args.preset or ("finetune" if args.init else "small")
+    preset_name = args.preset or ("finetune" if args.init else SPEECH_PRESET)
     if (preset_name == "finetune") != bool(args.init):
         raise GlassformerError("--init MODEL and --preset finetune go together (fine-tuning)")
     out = Path(args.out)
