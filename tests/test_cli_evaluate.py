@@ -22,6 +22,10 @@ from glassformer.tasks.speech.config import ListenerConfig
         ),
         (["--grammar", "g.yaml"], ListenerConfig(model="RUN", grammar="g.yaml", constrain=True)),
         (["--device", "cpu", "--constrain"], ListenerConfig(model="RUN", device="cpu")),
+        (
+            ["--precision", "int8", "--window-step", "5"],
+            ListenerConfig(model="RUN", precision="int8", window_step=5.0, constrain=False),
+        ),
     ],
 )
 def test_speech_evaluation_takes_the_listeners_defaults(
@@ -46,3 +50,4 @@ def test_speech_evaluation_takes_the_listeners_defaults(
 def test_unset_evaluate_flags_leave_the_choice_to_each_task() -> None:
     args = build_parser().parse_args(["evaluate", str(Path("RUN"))])
     assert args.beam is None and args.device is None and args.reject_below is None
+    assert args.precision is None and args.window_step is None

@@ -94,7 +94,11 @@ def add_evaluate_command(commands: argparse._SubParsersAction, formatter: type) 
     """`evaluate`: one command for the three tasks; a speech model's unset flags take the
     ListenerConfig's defaults, as `transcribe` does."""
     from glassformer.cli.translate import TRANSLATION_BEAM
-    from glassformer.cli.voice import add_reject_below_flag
+    from glassformer.cli.voice import (
+        add_precision_flag,
+        add_reject_below_flag,
+        add_window_step_flag,
+    )
     from glassformer.tasks.speech.config import ListenerConfig
 
     evaluate = commands.add_parser(
@@ -121,6 +125,8 @@ def add_evaluate_command(commands: argparse._SubParsersAction, formatter: type) 
         "--grammar", metavar="G.yaml", help="speech: score against this grammar, constrained"
     )
     add_reject_below_flag(evaluate)
+    add_precision_flag(evaluate)  # speech: the Listener's precision and window, as transcribe
+    add_window_step_flag(evaluate)
     evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
     evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")
     evaluate.add_argument(

@@ -165,13 +165,21 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         "--beam", type=int, help=f"{help_of['beam_size']} (default: {default.beam_size})"
     )
     add_precision_flag(parser)
+    add_window_step_flag(parser)
+    parser.add_argument("--device", help=f"cpu, cuda, ... (default: {default.device})")
+
+
+def add_window_step_flag(parser: argparse.ArgumentParser) -> None:
+    """--window-step (the ListenerConfig's window_step; unset: the model's own)."""
+    from glassformer.configs import field_comments
+    from glassformer.tasks.speech.config import ListenerConfig
+
     parser.add_argument(
         "--window-step",
         type=float,
         metavar="SECONDS",
-        help=f"{help_of['window_step']} (default: the model's own)",
+        help=f"{field_comments(ListenerConfig)['window_step']} (default: the model's own)",
     )
-    parser.add_argument("--device", help=f"cpu, cuda, ... (default: {default.device})")
 
 
 def cmd_models(args: argparse.Namespace) -> None:
