@@ -23,7 +23,7 @@ from fastapi.responses import PlainTextResponse
 
 from glassformer.serve.audio_upload import decode_audio, file_and_fields
 from glassformer.serve.http import ApiError, read_body, require_content_type
-from glassformer.serve.routes_speech import check_audible
+from glassformer.serve.routes_speech import check_audible, require_speech
 
 if TYPE_CHECKING:
     from glassformer.serve.models import ServedModels
@@ -43,8 +43,7 @@ async def form_fields(request: Request) -> tuple[bytes, dict[str, str]]:
 
 def choose_listener(served: ServedModels, model: str | None) -> tuple[Listener, bool]:
     """The Listener for `model`, and whether it answers with an intent (a grammar's)."""
-    if not served.speech:
-        raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
+    require_speech(served)
     if not model:
         raise ApiError(400, "the form has no 'model' field")
     if model in served.speech:

@@ -45,10 +45,15 @@ CLOSE_TOO_BIG = 1009
 router = APIRouter()
 
 
-def choose_speech(served: ServedModels, grammar: str | None) -> tuple[str, Listener]:
-    """The Listener of the named grammar (default: the first loaded), and its name."""
+def require_speech(served: ServedModels) -> None:
+    """A 404 for a speech request to a server started without a speech model."""
     if not served.speech:
         raise ApiError(404, "no speech model is loaded (start the server with --speech MODEL)")
+
+
+def choose_speech(served: ServedModels, grammar: str | None) -> tuple[str, Listener]:
+    """The Listener of the named grammar (default: the first loaded), and its name."""
+    require_speech(served)
     name = grammar or served.default_grammar
     if name not in served.speech:
         loaded = ", ".join(served.speech)

@@ -144,6 +144,20 @@ def test_the_size_limit_counts_bodies_without_a_length(served) -> None:  # noqa:
         assert small.get("/healthz").json() == {"status": "ok"}
 
 
+def test_speech_requests_to_a_server_without_a_speech_model(served) -> None:  # noqa: ANN001
+    """Both speech doors answer one 404 naming the flag that loads a model."""
+    from glassformer.serve.models import ServedModels
+
+    text_only = ServedModels(lm=served.lm, sources={"lm": served.sources["lm"]})
+    with TestClient(create_app(text_only, ServeConfig())) as bare:
+        wav = wav_bytes(tone(1.0))
+        assert_error(bare.post("/v1/transcribe", content=wav, headers=WAV), 404, "--speech MODEL")
+        form = {"file": ("a.wav", wav, "audio/wav")}
+        answer = bare.post("/v1/audio/transcriptions", files=form, data={"model": "whisper-1"})
+        assert answer.status_code == 404, answer.text
+        assert "--speech MODEL" in answer.json()["error"]["message"]
+
+
 def read_events(response) -> list[tuple[str | None, dict]]:  # noqa: ANN001
     events = []
     for block in response.text.strip().split("\n\n"):
