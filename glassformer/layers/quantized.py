@@ -48,7 +48,7 @@ def has_vnni() -> bool:
 
 
 REDUCE_RANGE = not has_vnni()  # read once: the CPU does not change under a process
-QUANTIZE_ROWS = 4096  # rows quantized at a time (a block of 4096 x 384 floats: 6 MB)
+QUANTIZE_ROWS = 4096  # rows quantized or checked at a time (4096 x 384 floats: 6 MB)
 
 
 def has_int8_kernels() -> bool:
@@ -94,24 +94,20 @@ def quantize_rows(weight: torch.Tensor) -> torch.Tensor:
     Shapes:
         weight: (out, in)   returns: (out, in) qint8, per-channel along dim 0
     """
-    with warnings.catch_warnings():  # torch's eager quantization API is marked deprecated
-        warnings.simplefilter("ignore")
-        return quantize_row_blocks(weight)
-
-
-def quantize_row_blocks(weight: torch.Tensor) -> torch.Tensor:
     out_features = weight.shape[0]
     values = torch.empty(weight.shape, dtype=torch.int8)
     scales = torch.empty(out_features, dtype=torch.float64)
-    for start in range(0, out_features, QUANTIZE_ROWS):
-        rows = weight[start : start + QUANTIZE_ROWS].float()  # (r, in)
-        row_scales = (rows.abs().amax(dim=1).clamp(min=1e-12) / 127).double()  # (r,)
-        zeros = torch.zeros(len(rows), dtype=torch.long)
-        block = torch.quantize_per_channel(rows, row_scales, zeros, 0, torch.qint8)
-        values[start : start + len(rows)] = block.int_repr()
-        scales[start : start + len(rows)] = row_scales
-    zero_points = torch.zeros(out_features, dtype=torch.long)
-    return torch._make_per_channel_quantized_tensor(values, scales, zero_points, 0)
+    with warnings.catch_warnings():  # torch's eager quantization API is marked deprecated
+        warnings.simplefilter("ignore")
+        for start in range(0, out_features, QUANTIZE_ROWS):
+            rows = weight[start : start + QUANTIZE_ROWS].float()  # (r, in)
+            row_scales = (rows.abs().amax(dim=1).clamp(min=1e-12) / 127).double()  # (r,)
+            zeros = torch.zeros(len(rows), dtype=torch.long)
+            block = torch.quantize_per_channel(rows, row_scales, zeros, 0, torch.qint8)
+            values[start : start + len(rows)] = block.int_repr()
+            scales[start : start + len(rows)] = row_scales
+        zero_points = torch.zeros(out_features, dtype=torch.long)
+        return torch._make_per_channel_quantized_tensor(values, scales, zero_points, 0)
 
 
 def quantize_linear_layers(model: nn.Module, head: bool = True) -> int:
@@ -172,7 +168,7 @@ def halve_token_table(model: Seq2SeqTransformer) -> bool:
     if getattr(model.head, "weight", None) is model.tgt_embed.weight:  # still tied: float
         return False
     table = model.tgt_embed.weight.detach()
-    for rows in table.split(4096):  # a block at a time: no second whole table in memory
+    for rows in table.split(QUANTIZE_ROWS):  # a block at a time: no second whole table
         if not torch.equal(rows.half().float(), rows.float()):  # any float dtype
             return False
     model.tgt_embed = HalfTokenTable(model.tgt_embed)
