@@ -81,17 +81,17 @@ def stream_through(listener, stream: np.ndarray) -> list[tuple[object, float]]: 
     from glassformer.tasks.speech.listener import Result
 
     pcm = (np.clip(stream, -1, 1) * 32767).astype(np.int16)
-    listener.reset()
+    heard = listener.stream()
     clock, results = 0.0, []
     for i in range(0, len(pcm), CHUNK):
         arrived = (i + CHUNK) / RATE
         clock = max(clock, arrived)
         started = time.perf_counter()
-        result: Result | None = listener.process(pcm[i : i + CHUNK])
+        result: Result | None = heard.process(pcm[i : i + CHUNK])
         clock += time.perf_counter() - started
         while result is not None:
             results.append((result, clock))
-            result = listener.next_result()
+            result = heard.next_result()
     return results
 
 
@@ -99,6 +99,7 @@ def run_listener(args: argparse.Namespace, clips: list, rows: list, grammar: str
     import torch
 
     from glassformer.audio.endpoint import EndpointConfig
+    from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.evaluation import is_accepted
     from glassformer.tasks.speech.listener import Listener
 
@@ -111,7 +112,8 @@ def run_listener(args: argparse.Namespace, clips: list, rows: list, grammar: str
         end_ms=args.end_ms,
         detector=args.detector,
     )
-    listener = Listener(args.model, grammar, precision=args.precision, endpoint=endpoint)
+    config = ListenerConfig(args.model, grammar, precision=args.precision, endpoint=endpoint)
+    listener = Listener(config)
     listener.understand(clips[0])  # warm-up: the vocabulary reading, the allocator's pools
     latencies, right, extra, missed = [], 0, 0, 0
     for n, (clip, row) in enumerate(zip(clips, rows, strict=True)):

@@ -139,15 +139,16 @@ def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
 
 def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
     from glassformer.tasks.speech.loading import load_speech_model
 
     speech = load_speech_model(run)
+    constrained = SpeechOptions(4, True, speech.rules.reject_below)
     right, latencies = 0, []
     for path, expected in zip(files, truth, strict=True):
         waveform = load_audio(path)
         start = time.perf_counter()
-        heard = transcribe(speech, waveform, constrain=True)
+        heard = transcribe(speech, waveform, constrained)
         latencies.append((time.perf_counter() - start, len(waveform) / 16_000))
         right += heard.slots.get(slot) in expected.split("|")
     return {
@@ -162,7 +163,7 @@ def latency(run: Path, data: Path) -> dict:
     """End-to-end transcription time of 2-second commands (features, encoder, beam search,
     grammar), median over held-out clips of the demo grammar cut or padded to 2 s."""
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
     from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.synth import read_manifest
 
@@ -174,12 +175,10 @@ def latency(run: Path, data: Path) -> dict:
             clips.append(np.pad(waveform, (0, 32_000))[:32_000])
     result = {"clips": len(clips[:30])}
     for constrain in (False, True):
-        times = []
+        options, times = SpeechOptions(4, constrain, speech.rules.reject_below), []
         for waveform in clips[:30]:
-            transcribe(speech, waveform, constrain=constrain)  # warm (shapes, caches)
-            times.append(
-                median_seconds(lambda w=waveform, c=constrain: transcribe(speech, w, 4, c))
-            )
+            transcribe(speech, waveform, options)  # warm (shapes, caches)
+            times.append(median_seconds(lambda w=waveform, o=options: transcribe(speech, w, o)))
         name = "constrained" if constrain else "free"
         result[f"{name}_median_s"] = statistics.median(times)
         result[f"{name}_real_time_factor"] = statistics.median(times) / 2.0
@@ -210,13 +209,14 @@ def coffee(recipe: Recipe) -> dict:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.evaluation import is_accepted
-    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
     from glassformer.tasks.speech.loading import load_speech_model
     from glassformer.voice.synth import read_manifest
 
     grammar = SHARED / "grammars" / "coffee_maker.yaml"
     run = train_on(grammar, "coffee", recipe, 4000)
     speech = load_speech_model(run)
+    constrained = SpeechOptions(4, True, speech.rules.reject_below)
     rows = [r for r in read_manifest(WORK / "coffee-data") if r["split"] == "val"][:100]
     cafe = load_audio(SHARED / "noise" / "cafe.wav")
     rng = random.Random(0)
@@ -225,7 +225,7 @@ def coffee(recipe: Recipe) -> dict:
         accepted = 0
         for row in rows:
             noisy = add_noise(load_audio(WORK / "coffee-data" / row["audio"]), cafe, snr, rng)
-            accepted += is_accepted(transcribe(speech, noisy, constrain=True), row)
+            accepted += is_accepted(transcribe(speech, noisy, constrained), row)
         rates[f"{snr}dB"] = accepted / len(rows)
     rates["mean"] = sum(rates.values()) / len(rates)
     return rates

@@ -25,6 +25,7 @@ list of 20 words as context makes it ramble on). Prints JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import resource
@@ -79,7 +80,7 @@ def accuracy(
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.listener import Listener
 
-    listener = Listener(grammar=grammar, config=config)
+    listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
     clips = [load_audio(p) for p in files]
     result = {"files": len(files)}
     for key, heard_clips in noise_conditions(clips, snrs):
@@ -135,7 +136,7 @@ def coffee(count: int, snrs: list[float], config: ListenerConfig, seed: int) -> 
 
     grammar_path = SHARED / "grammars" / "coffee_maker.yaml"
     clips, rows = coffee_clips(count, seed)
-    listener = Listener(grammar=grammar_path, config=config)
+    listener = Listener(dataclasses.replace(config, grammar=str(grammar_path)))
     result: dict = {
         "clips": len(rows),
         "seconds": [round(min(map(len, clips)) / 16e3, 1), round(max(map(len, clips)) / 16e3, 1)],
@@ -174,8 +175,8 @@ def speed(
 
     from glassformer.audio.features import compute_features
     from glassformer.audio.io import SAMPLE_RATE, load_audio
+    from glassformer.convert.installed import installed_models
     from glassformer.tasks.speech.listener import Listener
-    from glassformer.tasks.speech.pretrained import installed_models
 
     torch.set_num_threads(1)
     grammar = ROOT / "bench/grammars/words.yaml"
@@ -189,7 +190,7 @@ def speed(
         for path, wav in zip(files, wavs, strict=True):
             path.write_bytes(wav)
     seconds = [len(load_audio(path)) / SAMPLE_RATE for path in files]
-    listener = Listener(grammar=grammar, config=config)
+    listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
     speech, beam = listener.speech, config.beam_size
     theirs = None  # CTranslate2 runs only Whisper's weights
     if config.model == "whisper-tiny.en":
@@ -207,7 +208,9 @@ def speed(
         start = time.perf_counter()
         features = compute_features(torch.from_numpy(load_audio(path)), speech.features)
         storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None].numpy()))
-        theirs.generate(storage, [speech.start if ct2_context else speech.prompt], beam_size=beam)
+        theirs.generate(
+            storage, [speech.start if ct2_context else list(speech.rules.prompt)], beam_size=beam
+        )
         their_times.append(time.perf_counter() - start)
     ours = statistics.median(ours_times)
     result = {

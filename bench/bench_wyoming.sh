@@ -51,7 +51,7 @@ if shared.is_dir():
         (out / "words" / f"{name}.txt").write_text(wav.parent.name + "\n")
 PY
 fi
-MODEL=$(.venv/bin/python -c "from glassformer.tasks.speech.pretrained import locate; print(locate('whisper-tiny.en'))")
+MODEL=$(.venv/bin/python -c "from glassformer.convert.installed import locate; print(locate('whisper-tiny.en'))")
 GRAMMARS="glassformer/voice/grammars/appointments.yaml bench/grammars/digits.yaml bench/grammars/words.yaml"
 BENCH="$PEER/bin/wyoming-bench stt --rounds $ROUNDS --warmup 1"
 

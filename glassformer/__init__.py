@@ -7,8 +7,9 @@ The public API is small and imports torch only when called:
     glassformer.from_whisper(source) -> our SpeechTransformer holding a Whisper's weights:
                                         whisper-tiny.en, a CTranslate2 or Hugging Face
                                         directory, an OpenAI .pt, a transformers model
-    glassformer.Listener(model, grammar=...) -> spoken commands to intents, whole clips
-                                        (understand) or a live stream (process)
+    glassformer.Listener(glassformer.ListenerConfig(model, grammar))
+                                     -> spoken commands to intents: whole clips
+                                        (understand), live streams (stream().process)
 
 A GPT called on token ids of shape (B, T) returns logits of shape (B, T, V).
 """
@@ -24,18 +25,23 @@ if TYPE_CHECKING:
 
     from glassformer.models.gpt import GPT
     from glassformer.models.speech import SpeechTransformer
+    from glassformer.tasks.speech.config import ListenerConfig  # noqa: F401
     from glassformer.tasks.speech.listener import Listener  # noqa: F401
 
 __version__ = "0.1.0"
-__all__ = ["Listener", "__version__", "from_hf_gpt2", "from_whisper", "load"]
+__all__ = ["Listener", "ListenerConfig", "__version__", "from_hf_gpt2", "from_whisper", "load"]
 
 
 def __getattr__(name: str) -> Any:
-    """glassformer.Listener, imported (with torch) only when first used."""
+    """glassformer.Listener, imported (with torch) only when first used; its config."""
     if name == "Listener":
         from glassformer.tasks.speech.listener import Listener
 
         return Listener
+    if name == "ListenerConfig":
+        from glassformer.tasks.speech.config import ListenerConfig
+
+        return ListenerConfig
     raise AttributeError(f"module 'glassformer' has no attribute {name!r}")
 
 
@@ -48,7 +54,7 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
 
 def from_hf_gpt2(source: Any, n_heads: int | None = None) -> GPT:
     """Convert a Hugging Face GPT2LMHeadModel (or its state dict plus n_heads) into our GPT."""
-    from glassformer.models.gpt import from_hf_gpt2 as convert
+    from glassformer.convert.hf_gpt2 import from_hf_gpt2 as convert
 
     return convert(source, n_heads)
 
@@ -58,6 +64,6 @@ def from_whisper(source: Any, config: Any = None) -> SpeechTransformer:
     CTranslate2 directory, a Hugging Face directory (config.json + model.safetensors), an
     OpenAI .pt file, or a transformers WhisperForConditionalGeneration (or its state dict
     plus its config). Its logits take log-mel features (B, M, N) and tokens (B, T)."""
-    from glassformer.tasks.speech.pretrained import from_whisper as convert
+    from glassformer.convert.whisper_sources import from_whisper as convert
 
     return convert(source, config)

@@ -59,6 +59,19 @@ def require_fraction(config: object, name: str) -> None:
         raise ConfigError(f"{name}={value!r} must be in [0, 1)")
 
 
+def require_unit_interval(config: object, name: str, optional: bool = False) -> None:
+    """Raise ConfigError unless field `name` is a number in [0, 1] (None too, if `optional`).
+
+    Example: reject_below=nan -> "reject_below=nan must be a number from 0 to 1"
+    """
+    value = getattr(config, name)
+    if value is None and optional:
+        return
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not 0.0 <= value <= 1.0:  # also refuses nan
+        raise ConfigError(f"{name}={value!r} must be a number from 0 to 1")
+
+
 def require_divisible(config: object, name: str, by: str) -> None:
     """Raise ConfigError (a ValueError) unless field `name` is divisible by field `by`."""
     value, divisor = getattr(config, name), getattr(config, by)
@@ -100,18 +113,33 @@ def check_field_types(cls: type, data: Mapping[str, Any]) -> None:
 
     A TOML file or config.json can hold a list where a number belongs; a message naming the
     field beats whatever error the first arithmetic on it would raise. An int is a valid
-    float (TOML and JSON write 1.0 as 1 when asked); a bool is never a number.
+    float (TOML and JSON write 1.0 as 1 when asked); a bool is never a number; None is valid
+    only for a field annotated `X | None`.
 
     Example: (TrainConfig, {"lr": [1, 2]}) -> "lr=[1, 2] must be a number (TrainConfig)"
     """
     for f in dataclasses.fields(cls):
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        kind, optional = field_kind(f)
         if f.name not in data or kind not in TYPE_NAMES:
             continue
         value = data[f.name]
+        if value is None and optional:
+            continue
         allowed = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}[kind]
         if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
             raise ConfigError(f"{f.name}={value!r} must be {TYPE_NAMES[kind]} ({cls.__name__})")
+
+
+def field_kind(f: dataclasses.Field) -> tuple[str, bool]:
+    """A field's plain type name and whether it may be None.
+
+    Example: `window_step: float | None` -> ("float", True); `steps: int` -> ("int", False)
+    """
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    parts = [part.strip() for part in kind.split("|")]
+    optional = "None" in parts
+    named = [part for part in parts if part != "None"]
+    return (named[0] if len(named) == 1 else kind), optional
 
 
 def config_to_dict(config: object) -> dict[str, Any]:
@@ -147,11 +175,17 @@ def add_config_flags(
 ) -> None:
     """Add `--field-name` for every field of `cls` (help from its comment, default None so that
     only flags actually given override the preset and the TOML file); `aliases` adds a second
-    spelling for some fields, e.g. {"beam_size": "--beam"}.
+    spelling for some fields, e.g. {"beam_size": "--beam"}. A field `X | None` takes an X;
+    unset, it keeps the dataclass default (None: what the field's metadata "unset" says that
+    means, in its help). A field's metadata "metavar" names its value in the usage line. A
+    bool field is a pair, `--name` and `--no-name`.
 
     The help ends with the dataclass default, which --help would otherwise not show (the flag's
     own default is None); `layered` (a training command: presets, --config) adds that the
     preset may differ.
+
+    Raises:
+        TypeError: a field of a type no flag can give (a nested config): skip it.
     """
     import argparse
 
@@ -163,7 +197,7 @@ def add_config_flags(
         flags = ["--" + f.name.replace("_", "-")] + (
             [aliases[f.name]] if f.name in (aliases or {}) else []
         )
-        kind = FLAG_TYPES.get(f.type if isinstance(f.type, str) else f.type.__name__)
+        kind = FLAG_TYPES.get(field_kind(f)[0])
         if kind is None:
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {f.type!r}")
         help_text = comments.get(f.name, "") + default_note(f, layered)
@@ -180,7 +214,7 @@ def add_config_flags(
                 *flags,
                 type=kind,
                 default=None,
-                metavar=kind.__name__.upper(),
+                metavar=f.metadata.get("metavar", kind.__name__.upper()),
                 dest=f.name,
                 help=help_text,
             )
@@ -194,6 +228,8 @@ def default_note(f: dataclasses.Field, layered: bool) -> str:
         value = f.default_factory()
     else:
         return ""
+    if value is None:  # a field's metadata may say what unset means
+        return f" (default: {f.metadata.get('unset', 'unset')})".replace("%", "%%")
     shown = repr(value) if value == "" else str(value)
     layers = "; the preset may differ" if layered else ""
     return f" (default: {shown}{layers})".replace("%", "%%")  # argparse %-formats help

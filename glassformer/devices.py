@@ -3,19 +3,30 @@
     auto      cuda when this torch build sees a GPU, else cpu
     cpu, mps, cuda, cuda:N
 
-A name that is not a device, or a device this machine or torch build lacks (`cuda` on a CPU
+Torch-free until a device is resolved: configs check names with require_device_name. A name
+that is not a device, or a device this machine or torch build lacks (`cuda` on a CPU
 build), is a GlassformerError, so the CLI prints one line instead of a traceback.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-from glassformer.errors import GlassformerError
-from glassformer.train.config import DEVICE_PATTERN
+from glassformer.errors import ConfigError, GlassformerError
 
 if TYPE_CHECKING:
     import torch
+
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")  # what --device accepts
+
+
+def require_device_name(config: object, name: str = "device") -> None:
+    """Raise ConfigError unless field `name` is a device name (whether this machine has that
+    device is resolve_device's question, asked when the model is placed)."""
+    value = getattr(config, name)
+    if not isinstance(value, str) or not DEVICE_PATTERN.fullmatch(value):
+        raise ConfigError(f"{name}={value!r} is not a device (auto, cpu, mps, cuda, cuda:N)")
 
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:

@@ -168,7 +168,8 @@ def assert_confidences_reuse_the_search(monkeypatch, speech, waveforms) -> int: 
         return pairs[-1][0]
 
     monkeypatch.setattr(search, "token_log_probs", checking)
-    inference.transcribe_many(speech, waveforms, beam_size=2, constrain=True)
+    options = inference.SpeechOptions(2, True, speech.rules.reject_below)
+    inference.transcribe_many(speech, waveforms, options)
     for reused, from_scratch in pairs:
         torch.testing.assert_close(reused, from_scratch, rtol=1e-5, atol=1e-5, msg="log-probs")
     return len(pairs)

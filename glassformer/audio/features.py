@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from glassformer.audio.io import SAMPLE_RATE  # 16,000 Hz: one definition, audio/io.py
+from glassformer.audio.io import MIN_WINDOW_STEP, SAMPLE_RATE  # one definition each, audio/io.py
 from glassformer.audio.mel import dct_matrix, mel_filterbank
 from glassformer.configs import require_choice, require_positive
 from glassformer.errors import ConfigError
@@ -83,6 +83,11 @@ class FeatureConfig:
             raise ConfigError(f"window_seconds={self.window_seconds} must be in [0, 3600]")
         if not 0 <= self.window_step <= self.window_seconds:
             raise ConfigError(f"window_step={self.window_step} must be in [0, window_seconds]")
+        if 0 < self.window_step < MIN_WINDOW_STEP:
+            raise ConfigError(
+                f"window_step={self.window_step} must be 0 (no step) or at least "
+                f"{MIN_WINDOW_STEP} s"
+            )
         if not 0 <= self.f_min < self.f_max <= self.sample_rate / 2:
             raise ConfigError(
                 f"need 0 <= f_min={self.f_min} < f_max={self.f_max} <= "

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from soundfile import SoundFile
 
 SAMPLE_RATE = 16_000  # samples per second everywhere after loading
+MIN_WINDOW_STEP = 0.1  # seconds: the finest step an encoder window is padded to; a finer one
+# saves nothing (a command lasts seconds) and rounds to 0 samples far below it
 MIN_SOURCE_RATE = 8_000  # Hz; telephone audio, the lowest rate a file may have
 MAX_SOURCE_RATE = 192_000  # Hz; studio audio, the highest
 MAX_CHANNELS = 8  # channels; 7.1 surround. A command is recorded with one or two

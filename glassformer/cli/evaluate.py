@@ -11,16 +11,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from glassformer.cli.translate import TRANSLATION_BEAM
 from glassformer.errors import GlassformerError
 
 DEVICE = "cpu"  # where language and translation models are scored unless --device says;
-# a speech model's default is the ListenerConfig's
+# a speech model's default is the ListenerConfig's (also cpu)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """A language model on --data, a speech model on --audio-dir with --labels, or a
     translation model on --src with --ref."""
-    from glassformer.tasks.speech.pretrained import is_pretrained_source
+    from glassformer.convert.whisper_sources import is_pretrained_source
     from glassformer.train.checkpoint import read_header, resolve_checkpoint
 
     if is_pretrained_source(args.checkpoint):
@@ -55,10 +56,8 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
 
     if not (args.audio_dir and args.labels):
         raise GlassformerError("a speech model is evaluated with --audio-dir DIR --labels FILE")
-    config = listener_config(args, args.checkpoint)
-    scored, summary = evaluate_speech(
-        Listener(config=config), Path(args.audio_dir), Path(args.labels)
-    )
+    listener = Listener(listener_config(args, args.checkpoint))
+    scored, summary = evaluate_speech(listener, Path(args.audio_dir), Path(args.labels))
     for s in scored:
         if not s.accepted:
             got = (
@@ -70,7 +69,6 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_translation_command(args: argparse.Namespace) -> None:
-    from glassformer.cli.translate import TRANSLATION_BEAM
     from glassformer.files import check_output_file, write_text_atomically
     from glassformer.tasks.translation.inference import evaluate_translation, load_translator
 
@@ -78,7 +76,7 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
         raise GlassformerError("a translation model is evaluated with --src FILE --ref FILE")
     if args.hypotheses:
         check_output_file(args.hypotheses)  # before translating, not after
-    beam = TRANSLATION_BEAM if args.beam is None else args.beam
+    beam = TRANSLATION_BEAM if args.beam_size is None else args.beam_size
     translator = load_translator(args.checkpoint, args.device or DEVICE)
     rows, scores = evaluate_translation(
         translator, Path(args.src), Path(args.ref), beam, progress=sys.stderr.isatty()
@@ -91,15 +89,9 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
 
 
 def add_evaluate_command(commands: argparse._SubParsersAction, formatter: type) -> None:
-    """`evaluate`: one command for the three tasks; a speech model's unset flags take the
-    ListenerConfig's defaults, as `transcribe` does."""
-    from glassformer.cli.translate import TRANSLATION_BEAM
-    from glassformer.cli.voice import (
-        add_precision_flag,
-        add_reject_below_flag,
-        add_window_step_flag,
-    )
-    from glassformer.tasks.speech.config import ListenerConfig
+    """`evaluate`: one command for the three tasks; a speech model takes every Listener flag,
+    as `transcribe` does (unset: the ListenerConfig's defaults)."""
+    from glassformer.cli.voice import add_listener_flags
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -107,8 +99,10 @@ def add_evaluate_command(commands: argparse._SubParsersAction, formatter: type) 
         formatter_class=formatter,
         description="A language model: loss, perplexity and bits per byte on --data. A speech "
         "model: WER, CER and command acceptance (intent and every slot right) on --audio-dir "
-        "with --labels, plus each file it got wrong. A translation model: sacrebleu BLEU and "
-        "chrF (with their signatures) of translating --src against --ref.",
+        "with --labels, plus each file it got wrong, heard through the Listener with the "
+        "ListenerConfig flags below. A translation model: sacrebleu BLEU and chrF (with their "
+        f"signatures) of translating --src against --ref, beam {TRANSLATION_BEAM} (the "
+        "paper's) unless --beam-size says; --device applies to every task.",
     )
     evaluate.add_argument(
         "checkpoint", metavar="DIR", help="a run or checkpoint directory, or a pretrained name"
@@ -120,26 +114,10 @@ def add_evaluate_command(commands: argparse._SubParsersAction, formatter: type) 
         metavar="FILE",
         help="file<TAB>transcript TSV, or JSON {file: {intent, slots}} (speech models)",
     )
-    evaluate.add_argument("--constrain", action="store_true", help="grammar-constrained (speech)")
-    evaluate.add_argument(
-        "--grammar", metavar="G.yaml", help="speech: score against this grammar, constrained"
-    )
-    add_reject_below_flag(evaluate)
-    add_precision_flag(evaluate)  # speech: the Listener's precision and window, as transcribe
-    add_window_step_flag(evaluate)
     evaluate.add_argument("--src", metavar="FILE", help="source sentences (translation)")
     evaluate.add_argument("--ref", metavar="FILE", help="reference translations (translation)")
     evaluate.add_argument(
-        "--beam",
-        type=int,
-        help=f"beam size (translation: default {TRANSLATION_BEAM}, the paper's; speech: "
-        f"default {ListenerConfig.beam_size}, the Listener's)",
-    )
-    evaluate.add_argument(
         "--hypotheses", metavar="FILE", help="also write the translations here (translation)"
     )
-    evaluate.add_argument(
-        "--device",
-        help=f"cpu, cuda, ... (default: {DEVICE}; speech: the Listener's, {ListenerConfig.device})",
-    )
+    add_listener_flags(evaluate)  # speech: the Listener's; --beam-size, --device: every task
     evaluate.set_defaults(handler=cmd_evaluate)

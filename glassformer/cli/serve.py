@@ -14,30 +14,23 @@ BACKLOG = 2048  # pending connections the kernel queues (uvicorn's default)
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
+    from glassformer.cli.voice import listener_config
     from glassformer.configs import config_from_dict, config_to_dict, flag_overrides
     from glassformer.errors import GlassformerError
-    from glassformer.serve.config import EndpointConfig, ServeConfig
-    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.serve.config import ServeConfig
 
     config = config_from_dict(ServeConfig, flag_overrides(args, ServeConfig))
-    endpoint = config_from_dict(EndpointConfig, flag_overrides(args, EndpointConfig))
     if not (args.speech or args.lm or args.translation):
         raise GlassformerError(
             "nothing to serve: give --speech MODEL, --lm DIR or --translation DIR"
         )
+    speech = listener_config(args, args.speech) if args.speech else None
     try:
         import uvicorn
     except ImportError:
         raise GlassformerError(
             "serving needs the serve extra: pip install 'glassformer[serve]'"
         ) from None
-    models = {
-        "speech": args.speech,
-        "grammars": args.grammar,
-        "lm": args.lm,
-        "translation": args.translation,
-        "precision": args.precision or ListenerConfig.precision,
-    }
     print(f"# glassformer serve: {json.dumps(config_to_dict(config))}", flush=True)
     sock = bind_socket(config.host, config.port)  # before the models load, which take a while
     allowed = [config.host, *args.allow_host]  # the names the Host header may give (HostGuard)
@@ -45,12 +38,13 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if config.workers > 1:  # each process loads the models itself (app_from_environment)
         from glassformer.serve.app import ENVIRONMENT_KEY
 
-        settings = {
-            "serve": config_to_dict(config),
-            "endpoint": config_to_dict(endpoint),
-            "models": models,
-            "allowed_hosts": allowed,
+        models = {
+            "speech": speech and config_to_dict(speech),
+            "grammars": args.grammars,
+            "lm": args.lm,
+            "translation": args.translation,
         }
+        settings = {"serve": config_to_dict(config), "models": models, "allowed_hosts": allowed}
         os.environ[ENVIRONMENT_KEY] = json.dumps(settings)
         app = "glassformer.serve.app:app_from_environment"
         sock.close()  # uvicorn's worker supervisor binds its own (the address was free now)
@@ -58,7 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
         from glassformer.serve.app import create_app
         from glassformer.serve.models import load_models
 
-        app = create_app(load_models(**models, device=config.device), config, endpoint, allowed)
+        served = load_models(speech, args.grammars, args.lm, args.translation)
+        app = create_app(served, config, allowed)
     print(
         f"# listening on http://{config.host}:{port} (the page at /, the API at /docs)",
         flush=True,
@@ -100,9 +95,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) -> None:
     """`serve` and `wyoming`. serve's flags come from torch-free dataclasses (serve/config.py)."""
-    from glassformer.cli.voice import add_precision_flag
+    from glassformer.cli.voice import add_listener_flags
     from glassformer.configs import add_config_flags
-    from glassformer.serve.config import EndpointConfig, ServeConfig
+    from glassformer.serve.config import ServeConfig
 
     serve = commands.add_parser(
         "serve",
@@ -124,10 +119,10 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
         metavar="G.yaml",
         action="append",
         default=[],
+        dest="grammars",
         help="a command grammar, chosen by requests as ?grammar=STEM; repeat for several "
         "(default: the checkpoint's own, else voice/grammars/desktop.yaml)",
     )
-    add_precision_flag(serve)  # the speech model's, as `transcribe` takes it
     serve.add_argument("--lm", metavar="DIR", help="a language-model run or checkpoint directory")
     serve.add_argument(
         "--translation", metavar="DIR", help="a translation run or checkpoint directory"
@@ -141,7 +136,7 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
         "repeat for several. Loopback names, IP addresses and --host are always allowed",
     )
     add_config_flags(serve, ServeConfig)
-    add_config_flags(serve, EndpointConfig)
+    add_listener_flags(serve, skip=("grammar",), streams=True)  # --device: every model's
     serve.set_defaults(handler=cmd_serve)
     add_wyoming_command(commands, formatter)
 
@@ -149,27 +144,68 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
 def cmd_wyoming(args: argparse.Namespace) -> None:
     import asyncio
 
+    from glassformer.cli.voice import listener_config
     from glassformer.errors import GlassformerError
-    from glassformer.tasks.speech.config import ListenerConfig
 
+    check_wyoming_uri(args.uri)
+    config = listener_config(args, args.speech)
     try:
         from glassformer.serve.wyoming import Service, serve
     except ImportError:
         raise GlassformerError("the Wyoming service needs: pip install wyoming") from None
-    if not args.uri.startswith(("tcp://", "unix://")):
-        raise GlassformerError(f"--uri {args.uri}: give tcp://HOST:PORT or unix://PATH")
     from glassformer.serve.model_thread import ModelThread
     from glassformer.serve.models import load_speech
 
-    precision = args.precision or ListenerConfig.precision
-    listeners = load_speech(args.speech, args.grammar, args.device, precision)
+    listeners = load_speech(config, args.grammars)
     service = Service(listeners, args.speech, ModelThread())
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
     asyncio.run(serve(args.uri, service))
 
 
+def check_wyoming_uri(uri: str) -> None:
+    """One line for a --uri the wyoming server cannot use, or would misuse: a scheme other
+    than tcp:// or unix://, a missing or out-of-range port, or a unix:// path where
+    something other than a socket lies (the server removes what is there before it binds).
+
+    Example: "tcp://127.0.0.1:99999" -> "--uri tcp://127.0.0.1:99999: port 99999 is not ..."
+    """
+    import stat
+    from urllib.parse import urlsplit
+
+    from glassformer.errors import GlassformerError
+    from glassformer.files import kind_of
+
+    parts = urlsplit(uri)
+    if parts.scheme == "tcp":
+        try:
+            port = parts.port
+        except ValueError:  # not a number, or out of range
+            raise GlassformerError(
+                f"--uri {uri}: the port is not a number from 0 to 65535"
+            ) from None
+        if port is None or not parts.hostname:
+            raise GlassformerError(f"--uri {uri}: give tcp://HOST:PORT")
+    elif parts.scheme == "unix":
+        path = uri[len("unix://") :]
+        if not path:
+            raise GlassformerError(f"--uri {uri}: give unix://PATH")
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise GlassformerError(f"--uri {uri}: {error.strerror}") from None
+        if not stat.S_ISSOCK(mode):
+            raise GlassformerError(
+                f"--uri {uri}: {path} is {kind_of(mode)}, not a socket; refusing to replace it"
+            )
+    else:
+        raise GlassformerError(f"--uri {uri}: give tcp://HOST:PORT or unix://PATH")
+
+
 def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -> None:
-    from glassformer.cli.voice import add_precision_flag
+    from glassformer.cli.voice import add_listener_flags
+    from glassformer.tasks.speech.config import DEFAULT_SPEECH_MODEL
 
     wyoming = commands.add_parser(
         "wyoming",
@@ -184,15 +220,15 @@ def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -
         "--uri", default="tcp://127.0.0.1:10300", help="tcp://HOST:PORT or unix://PATH"
     )
     wyoming.add_argument(
-        "--speech", default="whisper-tiny.en", metavar="MODEL", help="the speech model"
+        "--speech", default=DEFAULT_SPEECH_MODEL, metavar="MODEL", help="the speech model"
     )
     wyoming.add_argument(
         "--grammar",
         metavar="G.yaml",
         action="append",
         default=[],
+        dest="grammars",
         help="a command grammar, a model by its file's stem; repeat for several",
     )
-    add_precision_flag(wyoming)
-    wyoming.add_argument("--device", default="cpu", help="cpu, cuda, ...")
+    add_listener_flags(wyoming, skip=("grammar",))
     wyoming.set_defaults(handler=cmd_wyoming)

@@ -95,22 +95,43 @@ def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
     return Path(given)
 
 
-def listener_config(args: argparse.Namespace, model: str):  # noqa: ANN201
-    """The ListenerConfig a speech command's flags ask for (every unset flag, and every flag
-    the command does not have, e.g. evaluate's --precision: its default)."""
+LISTENER_ALIASES = {"beam_size": "--beam"}  # transcribe's short spelling, on every door
+
+
+def add_listener_flags(
+    parser: argparse.ArgumentParser, skip: tuple[str, ...] = (), streams: bool = False
+) -> None:
+    """Every ListenerConfig field as a flag, with its default (one source for every speech
+    door): --grammar, --beam-size (--beam), --reject-below, --precision, --window-step,
+    --constrain/--no-constrain, --device; and with `streams` the EndpointConfig's, for doors
+    that endpoint live audio. The model is each door's own argument; `skip` names fields a
+    door gives its own way (serve's --grammar is given once per grammar)."""
+    from glassformer.audio.endpoint import EndpointConfig
+    from glassformer.configs import add_config_flags
     from glassformer.tasks.speech.config import ListenerConfig
 
-    flags = {"beam_size": "beam", "reject_below": "reject_below", "precision": "precision"}
-    flags |= {"window_step": "window_step", "device": "device", "grammar": "grammar"}
-    given = {field: getattr(args, flag, None) for field, flag in flags.items()}
-    given |= {"model": model, "constrain": args.constrain or args.grammar is not None}
-    return ListenerConfig(**{k: v for k, v in given.items() if v is not None})
+    hidden = {"model", "endpoint", *skip}
+    add_config_flags(parser, ListenerConfig, skip=hidden, aliases=LISTENER_ALIASES)
+    if streams:
+        add_config_flags(parser, EndpointConfig)
+
+
+def listener_config(args: argparse.Namespace, model: str, **door: object):  # noqa: ANN201
+    """The ListenerConfig the flags of add_listener_flags ask for (every unset flag: its
+    default); `door` holds the fields a door gives its own way (its grammar)."""
+    from glassformer.audio.endpoint import EndpointConfig
+    from glassformer.configs import config_from_dict, flag_overrides
+    from glassformer.tasks.speech.config import ListenerConfig
+
+    endpoint = config_from_dict(EndpointConfig, flag_overrides(args, EndpointConfig))
+    given = {**flag_overrides(args, ListenerConfig), **door}
+    return config_from_dict(ListenerConfig, {**given, "model": model, "endpoint": endpoint})
 
 
 def cmd_transcribe(args: argparse.Namespace) -> None:
     from glassformer.tasks.speech.listener import Listener
 
-    listener = Listener(config=listener_config(args, args.model))
+    listener = Listener(listener_config(args, args.model))
     results = []
     for path in args.audio:
         result = listener.understand_file(path)
@@ -123,67 +144,8 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
         print(json.dumps(results, indent=1))
 
 
-def add_precision_flag(parser: argparse.ArgumentParser) -> None:
-    """--precision float32|int8 (the ListenerConfig's default when not given)."""
-    from glassformer.configs import field_comments
-    from glassformer.tasks.speech.config import PRECISIONS, ListenerConfig
-
-    parser.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        help=f"{field_comments(ListenerConfig)['precision']} (default: {ListenerConfig.precision})",
-    )
-
-
-def add_reject_below_flag(parser: argparse.ArgumentParser) -> None:
-    """--reject-below (the ListenerConfig's reject_below; unset: the model's own)."""
-    parser.add_argument(
-        "--reject-below",
-        type=float,
-        help="constrained: reject commands less confident than this, 0-1 (0 = never; default: "
-        "the model's own, 0.3 for models trained here, 0.01 for Whisper)",
-    )
-
-
-def add_listener_flags(parser: argparse.ArgumentParser) -> None:
-    """--grammar, --constrain, --reject-below, --beam, --precision, --window-step, --device:
-    the ListenerConfig's settings, with its defaults (one source for every speech door)."""
-    from glassformer.configs import field_comments
-    from glassformer.tasks.speech.config import ListenerConfig
-
-    help_of, default = field_comments(ListenerConfig), ListenerConfig()
-    parser.add_argument(
-        "--grammar", metavar="G.yaml", help="a command grammar; decoding is constrained to it"
-    )
-    parser.add_argument(
-        "--constrain",
-        action="store_true",
-        help="constrain to the model's own grammar (a model trained here has one)",
-    )
-    add_reject_below_flag(parser)
-    parser.add_argument(
-        "--beam", type=int, help=f"{help_of['beam_size']} (default: {default.beam_size})"
-    )
-    add_precision_flag(parser)
-    add_window_step_flag(parser)
-    parser.add_argument("--device", help=f"cpu, cuda, ... (default: {default.device})")
-
-
-def add_window_step_flag(parser: argparse.ArgumentParser) -> None:
-    """--window-step (the ListenerConfig's window_step; unset: the model's own)."""
-    from glassformer.configs import field_comments
-    from glassformer.tasks.speech.config import ListenerConfig
-
-    parser.add_argument(
-        "--window-step",
-        type=float,
-        metavar="SECONDS",
-        help=f"{field_comments(ListenerConfig)['window_step']} (default: the model's own)",
-    )
-
-
 def cmd_models(args: argparse.Namespace) -> None:
-    from glassformer.tasks.speech.pretrained import PRETRAINED, installed_models
+    from glassformer.convert.installed import PRETRAINED, installed_models
 
     for name, directory in installed_models().items():
         where = str(directory) if directory else f"not installed ({PRETRAINED[name][1]})"
@@ -253,9 +215,10 @@ def add_voice_commands(
         formatter_class=formatter,
         description="Transcribe audio files (WAV, FLAC, OGG; any rate) with a speech model "
         "trained here or a pretrained one (see `glassformer models`): the words, the grammar's "
-        "intent and slots, and a confidence. With --grammar (or --constrain and the model's "
-        "own grammar) the beam writes only sentences of the grammar, so a pretrained model "
-        "understands a new command grammar with no training.",
+        "intent and slots, and a confidence. With a grammar (--grammar, or the one a model "
+        "trained here keeps) the beam writes only sentences of the grammar, so a pretrained "
+        "model understands a new command grammar with no training; --no-constrain writes "
+        "free text, which the grammar then reads.",
     )
     transcribe.add_argument(
         "model",

@@ -22,6 +22,7 @@ version counters, which measurably speeds up token-by-token decoding of small mo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import torch
 
@@ -124,6 +125,22 @@ def sample(
     return decode_loop(step, cache, prompt, max_new_tokens, choose, eos_id, on_token, context)
 
 
+class Beams(NamedTuple):
+    """What beam search found for each input row: its hypotheses, best first.
+
+    Shapes:
+        tokens: (B, K, T0 + new), padded with eos after a hypothesis ends   scores: (B, K)
+    """
+
+    tokens: torch.Tensor
+    scores: torch.Tensor  # length-normalized log-probabilities; -inf: none was found
+
+    @property
+    def best(self) -> torch.Tensor:
+        """Each row's best hypothesis. Shapes: returns (B, T0 + new)"""
+        return self.tokens[:, 0]
+
+
 def gnmt_length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     """((5 + length) / 6) ** alpha, Wu et al. (2016), Eq. (14); divides a hypothesis's
     log-probability so longer hypotheses are not punished merely for having more terms."""
@@ -140,12 +157,11 @@ def beam_search(
     eos_id: int | None = None,
     length_penalty: float = 0.6,
     suppress: Iterable[int] = (),
-    n_best: bool = False,
     restrict: Restrict | None = None,
     prefill_once: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Keep the beam_size best partial hypotheses per row; return each row's best (or, with
-    n_best, all of them best first with their length-normalized log-probabilities).
+) -> Beams:
+    """Keep the beam_size best partial hypotheses per row; return them all, best first, with
+    their length-normalized log-probabilities (Beams.best: each row's best).
 
     Hypotheses are ranked by their summed log-probability while searching; a finished one
     (ended with eos) keeps its score and its slot. At the end each row's beams are compared by
@@ -160,8 +176,7 @@ def beam_search(
     is one per row (shared by its beams), as the speech decoder's.
 
     Shapes:
-        prompt: (B, T0)   returns: (B, T0 + new), padded with eos after a hypothesis ends;
-        with n_best: (B, K, T0 + new) and scores (B, K)
+        prompt: (B, T0)   returns: Beams of (B, K, T0 + new) tokens and (B, K) scores
     """
     B, T0 = prompt.shape
     K = beam_size
@@ -197,12 +212,9 @@ def beam_search(
             break
         logits = step(next_tokens[:, None], cache)[:, -1]  # (B*K, V)
     normalized = scores / gnmt_length_penalty(lengths.view(B, K), length_penalty)  # (B, K)
-    if n_best:
-        order = normalized.argsort(dim=-1, descending=True)  # (B, K)
-        ranked = tokens.view(B, K, -1).gather(1, order[..., None].expand(-1, -1, tokens.size(1)))
-        return ranked, normalized.gather(1, order)  # (B, K, T), (B, K)
-    best = normalized.argmax(dim=-1) + torch.arange(B, device=prompt.device) * K  # (B,)
-    return tokens[best]
+    order = normalized.argsort(dim=-1, descending=True, stable=True)  # (B, K): ties keep order
+    ranked = tokens.view(B, K, -1).gather(1, order[..., None].expand(-1, -1, tokens.size(1)))
+    return Beams(ranked, normalized.gather(1, order))  # (B, K, T), (B, K)
 
 
 def generate(
@@ -236,7 +248,7 @@ def generate(
             eos_id,
             config.length_penalty,
             suppress,
-        )
+        ).best
     if config.temperature == 0:
         return greedy(
             step, cache, prompt, config.max_new_tokens, eos_id, suppress, on_token, context

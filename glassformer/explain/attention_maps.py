@@ -150,13 +150,13 @@ def translator_attention(translator: object, text: str) -> dict[str, AttentionMa
 def speech_maps(directory: Path | str, audio: str | Path) -> dict[str, AttentionMaps]:
     """The decoder's cross-attention over the clip, for its own (greedy) transcription."""
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.inference import transcribe_file
-    from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.listener import Listener
 
     waveform = load_audio(audio)  # (L,); a missing or unreadable file is a GlassformerError
-    speech = load_speech_model(directory)
-    heard = transcribe_file(speech, audio, beam_size=1, waveform=waveform).text  # names the file
-    return {"cross": clip_cross_attention(speech, waveform, heard)}
+    listener = Listener(ListenerConfig(str(directory), beam_size=1, constrain=False))
+    heard = listener.understand_file(audio).text  # its errors name the file
+    return {"cross": clip_cross_attention(listener.speech, waveform, heard)}
 
 
 @torch.no_grad()
@@ -174,9 +174,9 @@ def clip_cross_attention(speech, waveform: np.ndarray, heard: str) -> AttentionM
     heard_audio = clip_audio(speech, waveform)  # what transcribe() encoded
     features = clip_features(speech, waveform)[None]  # (1, M, N)
     memory, _ = model.encode(features)  # (1, S, D): S = N / 2 or N / 4 with conv front ends
-    written = tokenizer.encode(speech.word_prefix + heard)
+    written = tokenizer.encode(speech.rules.word_prefix + heard)
     written = written[: model.config.max_tgt_len - len(speech.start) - 1]
-    ids = [*speech.start, *written, speech.eos]
+    ids = [*speech.start, *written, speech.rules.eos]
     probs = run_traced(
         [b.cross_attn for b in model.decoder.blocks],
         lambda: model.decode(torch.tensor([ids[:-1]]), memory),

@@ -13,25 +13,26 @@ Measured on this project's CPU, one thread: the (4, 384) x (384, 51864) product 
 float32, 2 ms in int8. The cost is rounding: about 1% of a row's largest weight, so accuracy
 is checked on real speech (docs/benchmarks.md), never assumed.
 
-Not here: training in int8 (these layers have no gradients), and GPUs (fbgemm is a CPU
-kernel; a model on another device keeps float weights). torch marks its eager quantization
-API deprecated; the operators used here are its CPU kernels, wrapped so that one function
-(`has_int8_kernels`) tells whether the installed torch still has them.
+Not here: training in int8 (these layers have no gradients), GPUs (fbgemm is a CPU kernel;
+a model on another device keeps float weights), torch's kernels themselves (called only
+through layers/int8_kernels.py, with a parity test each) and which layers of a model become
+int8 (models/int8.py).
 """
 
 from __future__ import annotations
-
-import warnings
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from glassformer.errors import ConfigError
 from glassformer.layers.embedding import TokenEmbedding
-
-if TYPE_CHECKING:
-    from glassformer.models.seq2seq import Seq2SeqTransformer
+from glassformer.layers.int8_kernels import (
+    has_int8_kernels,
+    int8_linear,
+    pack_weight,
+    qint8_rows,
+    quantize_block,
+)
 
 
 def has_vnni() -> bool:
@@ -51,13 +52,6 @@ REDUCE_RANGE = not has_vnni()  # read once: the CPU does not change under a proc
 QUANTIZE_ROWS = 4096  # rows quantized or checked at a time (4096 x 384 floats: 6 MB)
 
 
-def has_int8_kernels() -> bool:
-    """Whether this torch has fbgemm's dynamic int8 linear kernel on the CPU."""
-    return "fbgemm" in torch.backends.quantized.supported_engines and hasattr(
-        torch.ops.quantized, "linear_dynamic"
-    )
-
-
 class Int8Linear(nn.Module):
     """A linear layer whose weight is int8 per output row, activations quantized per call.
 
@@ -68,17 +62,14 @@ class Int8Linear(nn.Module):
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         super().__init__()
         out_features, in_features = weight.shape
-        with warnings.catch_warnings():  # torch's eager quantization API is marked deprecated
-            warnings.simplefilter("ignore")
-            quantized = quantize_rows(weight.detach())
-            bias = None if bias is None else bias.detach().float()
-            self.packed = torch.ops.quantized.linear_prepack(quantized, bias)
+        bias = None if bias is None else bias.detach().float()
+        self.packed = pack_weight(quantize_rows(weight.detach()), bias)
         self.in_features, self.out_features = in_features, out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         flat = x.reshape(-1, shape[-1]).float().contiguous()  # (N, in)
-        y = torch.ops.quantized.linear_dynamic(flat, self.packed, REDUCE_RANGE)  # (N, out)
+        y = int8_linear(flat, self.packed, REDUCE_RANGE)  # (N, out)
         return y.view(*shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -97,17 +88,12 @@ def quantize_rows(weight: torch.Tensor) -> torch.Tensor:
     out_features = weight.shape[0]
     values = torch.empty(weight.shape, dtype=torch.int8)
     scales = torch.empty(out_features, dtype=torch.float64)
-    with warnings.catch_warnings():  # torch's eager quantization API is marked deprecated
-        warnings.simplefilter("ignore")
-        for start in range(0, out_features, QUANTIZE_ROWS):
-            rows = weight[start : start + QUANTIZE_ROWS].float()  # (r, in)
-            row_scales = (rows.abs().amax(dim=1).clamp(min=1e-12) / 127).double()  # (r,)
-            zeros = torch.zeros(len(rows), dtype=torch.long)
-            block = torch.quantize_per_channel(rows, row_scales, zeros, 0, torch.qint8)
-            values[start : start + len(rows)] = block.int_repr()
-            scales[start : start + len(rows)] = row_scales
-        zero_points = torch.zeros(out_features, dtype=torch.long)
-        return torch._make_per_channel_quantized_tensor(values, scales, zero_points, 0)
+    for start in range(0, out_features, QUANTIZE_ROWS):
+        rows = weight[start : start + QUANTIZE_ROWS].float()  # (r, in)
+        row_scales = (rows.abs().amax(dim=1).clamp(min=1e-12) / 127).double()  # (r,)
+        values[start : start + len(rows)] = quantize_block(rows, row_scales)
+        scales[start : start + len(rows)] = row_scales
+    return qint8_rows(values, scales)
 
 
 def quantize_linear_layers(model: nn.Module, head: bool = True) -> int:
@@ -158,37 +144,3 @@ class HalfTokenTable(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.table[tokens].float()  # (B, T, D): the rows, widened exactly
         return x * self.multiplier if self.multiplier != 1.0 else x
-
-
-def halve_token_table(model: Seq2SeqTransformer) -> bool:
-    """Hold the model's token table in float16 (HalfTokenTable) when that is exact and the
-    output layer does not share it; returns whether it did."""
-    if not isinstance(model.tgt_embed, TokenEmbedding):
-        return False
-    if getattr(model.head, "weight", None) is model.tgt_embed.weight:  # still tied: float
-        return False
-    table = model.tgt_embed.weight.detach()
-    for rows in table.split(QUANTIZE_ROWS):  # a block at a time: no second whole table
-        if not torch.equal(rows.half().float(), rows.float()):  # any float dtype
-            return False
-    model.tgt_embed = HalfTokenTable(model.tgt_embed)
-    return True
-
-
-def quantize_speech_decoder(model: Seq2SeqTransformer) -> None:
-    """CTranslate2's CPU recipe, in place: the decoder's linear layers and its output layer in
-    int8, the token table in float16 where exact, everything else float32.
-
-    The decoder and its output layer are nearly all of a decode step's bytes (the 51,864-word
-    output layer alone reads 80 MB a step in float32). The encoder keeps float32: in int8 it
-    cost 0.7 points on clean real digits (docs/benchmarks.md), for 30 ms a clip. A model
-    loaded with its float16 weights as stored (load_speech_model(..., widen=False)) is
-    quantized from them and the rest widened a tensor at a time, so no float32 copy of what
-    becomes int8 is ever held (peak memory: docs/benchmarks.md).
-    """
-    quantize_linear_layers(model.decoder)
-    model.head = Int8Linear(model.head.weight)  # untied from the table from here on
-    halve_token_table(model)  # the lookup alone reads it now: float16, 40 MB less
-    for child in model.children():
-        if not isinstance(child, HalfTokenTable):
-            child.float()  # each float16 tensor left (norms, biases, the encoder) widened

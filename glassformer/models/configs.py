@@ -67,8 +67,8 @@ class GPTConfig:
     tie_weights: bool = True  # de-embedding shares the embedding matrix (GPT-2, the paper)
     layer_norm_eps: float = 1e-5  # eps inside every LayerNorm's square root
     use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
-    bias: bool = True  # biases in every Linear and LayerNorm (GPT-2); False: none (nanoGPT's)
     # False is a little faster to train; checkpoints saved before this field load with True
+    bias: bool = True  # biases in every Linear and LayerNorm (GPT-2); False: none (nanoGPT's)
 
     def __post_init__(self) -> None:
         require_positive(self, "vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
@@ -130,8 +130,8 @@ class Seq2SeqConfig:
     norm_first: bool = False  # post-norm as the paper (False) or pre-norm (True)
     final_norm: bool = False  # LayerNorm after each stack; required with norm_first=True
     positional: str = "sinusoidal"  # sinusoidal (the paper) | learned | sinusoidal_concat
-    src_positional: str = ""  # the encoder's, when it differs ("" = positional); Whisper's:
-    # sinusoidal_concat (all sines, then all cosines) with learned decoder positions
+    # Whisper's: sinusoidal_concat (all sines, then all cosines) with learned decoder positions
+    src_positional: str = ""  # the encoder's positions, when they differ ("" = positional)
     key_bias: bool = True  # the attention key projections have a bias (Whisper's have none)
     scale_embedding: bool = True  # multiply embeddings by sqrt(d_model), as the paper does
     share_embeddings: bool = False  # one table for source and target (a shared BPE vocabulary)

@@ -28,7 +28,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from glassformer.serve.batching import TranscriptionBatcher
-from glassformer.serve.config import EndpointConfig, ServeConfig
+from glassformer.serve.config import ServeConfig
 from glassformer.serve.http import BodyLimit, HostGuard, install_error_handlers
 from glassformer.serve.model_thread import ModelThread
 from glassformer.serve.models import ServedModels, describe_models
@@ -40,7 +40,6 @@ ENVIRONMENT_KEY = "GLASSFORMER_SERVE"  # --workers N: each process reads its set
 def create_app(
     served: ServedModels,
     config: ServeConfig | None = None,
-    endpoint: EndpointConfig | None = None,
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     """The application around loaded models; its one model thread stops with it.
@@ -64,11 +63,8 @@ def create_app(
 
     app = FastAPI(title="glassformer", version=__version__, lifespan=lifespan)
     app.state.served, app.state.config = served, config
-    app.state.endpoint = endpoint or EndpointConfig()
     app.state.thread = thread
-    app.state.batcher = TranscriptionBatcher(
-        thread, config.batch_wait_ms, config.max_batch, config.beam_size
-    )
+    app.state.batcher = TranscriptionBatcher(thread, config.batch_wait_ms, config.max_batch)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=config.max_upload_bytes, timeout_s=config.body_timeout_s)
     if allowed_hosts is not None:
@@ -97,9 +93,11 @@ def app_from_environment() -> FastAPI:
     """For `--workers N`: uvicorn starts N processes, each calls this to load its models."""
     from glassformer.configs import config_from_dict
     from glassformer.serve.models import load_models
+    from glassformer.tasks.speech.config import ListenerConfig
 
     settings = json.loads(os.environ[ENVIRONMENT_KEY])
     config = config_from_dict(ServeConfig, settings["serve"])
-    endpoint = config_from_dict(EndpointConfig, settings["endpoint"])
-    served = load_models(**settings["models"], device=config.device)
-    return create_app(served, config, endpoint, settings["allowed_hosts"])
+    models = settings["models"]
+    speech = models["speech"] and ListenerConfig.from_json(models["speech"])
+    served = load_models(speech, models["grammars"], models["lm"], models["translation"])
+    return create_app(served, config, settings["allowed_hosts"])

@@ -92,11 +92,11 @@ def speech_attention(
     """The decoder's cross-attention over the clip while it writes `text` (None: its own
     greedy transcription)."""
     from glassformer.explain.attention_maps import clip_cross_attention
-    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
 
     speech = listener.speech
     if text is None:
-        text = transcribe(speech, waveform, beam_size=1).text
+        text = transcribe(speech, waveform, SpeechOptions(beam_size=1)).text
     if len(text) > MAX_TEXT_CHARS:
         raise ApiError(422, f"text has {len(text)} characters; at most {MAX_TEXT_CHARS}")
     return [as_json("cross", clip_cross_attention(speech, waveform, text))]

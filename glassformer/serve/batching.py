@@ -54,9 +54,8 @@ def transcribe_each(listener: Listener, waveforms: list[np.ndarray]) -> list[Res
 class TranscriptionBatcher:
     """Gathers concurrent transcription requests of one grammar into understand_many calls."""
 
-    def __init__(self, thread: ModelThread, wait_ms: float, max_batch: int, beam_size: int) -> None:
+    def __init__(self, thread: ModelThread, wait_ms: float, max_batch: int) -> None:
         self.thread, self.wait_s, self.max_batch = thread, wait_ms / 1000, max_batch
-        self.beam_size = beam_size  # the server's (--beam-size): a batch's listeners use it
         self.queues: dict[int, list[Job]] = {}  # id(Listener) -> jobs waiting
         self.full: dict[int, asyncio.Event] = {}  # set when max_batch jobs are waiting
         self.collectors: dict[int, asyncio.Task] = {}
@@ -94,7 +93,6 @@ class TranscriptionBatcher:
     async def run_batch(self, listener: Listener, jobs: list[Job]) -> None:
         """One understand_many for the jobs; on a bad clip, each clip alone (to tell whose)."""
         waveforms = [job.waveform for job in jobs]
-        listener = listener.fork(beam_size=self.beam_size)
         try:
             results = await self.thread.run(transcribe_batch, listener, waveforms)
         except GlassformerError:

@@ -6,9 +6,11 @@
     lm            a language-model run or checkpoint directory (generation, attention)
     translation   a translation run or checkpoint directory (translation, attention)
 
-Each grammar gets its own Listener sharing the one network (loading.use_grammar copies
-references, not weights; a zero-shot Whisper also gets the grammar's phrases as context).
-Not here: loading or unloading models while the server runs.
+Each grammar gets its own Listener sharing the one network (Listener.with_grammar copies
+references, not weights; a zero-shot Whisper also gets the grammar's phrases as context), and
+free text one more (no grammar, no context). Every listener has the one ListenerConfig the
+door's flags built (cli/voice.listener_config). Not here: loading or unloading models while
+the server runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     import torch
 
     from glassformer.models.gpt import GPT
+    from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.translation.inference import Translator
     from glassformer.tokenizer.base import Tokenizer
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 @dataclass
 class ServedModels:
     speech: dict[str, Listener] = field(default_factory=dict)  # grammar name -> its Listener
+    free: Listener | None = None  # the same network writing free text (no grammar)
     lm: tuple[GPT, Tokenizer] | None = None  # the language model and its tokenizer
     translator: Translator | None = None
     sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
@@ -54,44 +58,42 @@ def grammar_names(paths: list[str]) -> dict[str, Path]:
     return names
 
 
-def load_speech(
-    source: str, grammar_paths: list[str], device: str, precision: str | None = None
-) -> dict[str, Listener]:
+def load_speech(config: ListenerConfig, grammar_paths: list[str]) -> dict[str, Listener]:
     """A Listener per grammar, all on one loaded network: the given files, else the
     checkpoint's own grammar, else the packaged default (voice/grammars/desktop.yaml)."""
-    from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
-    from glassformer.tasks.speech.vocabulary import grammar_constraint
-    from glassformer.voice.grammar import Grammar
+    from glassformer.tasks.speech.loading import load_grammar
 
-    first = Listener(source, device=device, precision=precision or ListenerConfig.precision)
+    if config.grammar is not None:
+        raise ValueError("a server's grammars are given as grammar_paths, not in its config")
+    first = Listener(config)
     if grammar_paths:
-        grammars = {name: Grammar.from_yaml(p) for name, p in grammar_names(grammar_paths).items()}
+        grammars = {name: load_grammar(p) for name, p in grammar_names(grammar_paths).items()}
     elif first.grammar is not None:
-        own = first.grammar
-        grammars = {Path(own.path).stem if own.path else "default": own}
+        grammars = {Path(first.grammar.name).stem: first.grammar}
     else:
-        grammars = {DEFAULT_GRAMMAR.stem: Grammar.from_yaml(DEFAULT_GRAMMAR)}
-    grammar_constraint(first.speech, 1)  # reads the vocabulary once (token texts, closers),
-    # and every grammar's listener shares that reading (use_grammar copies references)
-    return {name: Listener(first.speech, g, first.config) for name, g in grammars.items()}
+        grammars = {DEFAULT_GRAMMAR.stem: load_grammar(DEFAULT_GRAMMAR)}
+    return {name: first.with_grammar(g) for name, g in grammars.items()}
 
 
 def load_models(
-    speech: str | None,
+    speech: ListenerConfig | None,
     grammars: list[str],
     lm: str | None,
     translation: str | None,
-    device: str = "cpu",
-    precision: str | None = None,  # None: the ListenerConfig's default
 ) -> ServedModels:
-    """Load what was asked for; a bad path or name is a one-line GlassformerError."""
+    """Load what was asked for, each on the speech config's device (cpu unless --device
+    says); a bad path or name is a one-line GlassformerError."""
+    from glassformer.tasks.speech.config import ListenerConfig
+
     if grammars and speech is None:
         raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
+    device = (speech or ListenerConfig()).device
     served = ServedModels()
     if speech is not None:
-        served.speech = load_speech(speech, grammars, device, precision)
-        served.sources["speech"] = speech
+        served.speech = load_speech(speech, grammars)
+        served.free = next(iter(served.speech.values())).with_grammar(None)
+        served.sources["speech"] = speech.model
     if lm is not None:
         from glassformer.tasks.lm.inference import load_lm
 
@@ -119,8 +121,9 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
             "source": served.sources["speech"],
             "parameters": parameter_count(first.speech.model),
             "grammars": {
-                name: sorted(listener.grammar.expressions)
+                name: listener.grammar.intents()
                 for name, listener in served.speech.items()
+                if listener.grammar is not None
             },
             "default_grammar": served.default_grammar,
         }

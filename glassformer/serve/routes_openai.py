@@ -48,8 +48,8 @@ def choose_listener(served: ServedModels, model: str | None) -> tuple[Listener, 
         raise ApiError(400, "the form has no 'model' field")
     if model in served.speech:
         return served.speech[model], True
-    if model in (served.sources["speech"], OPENAI_MODEL):
-        return next(iter(served.speech.values())).fork(constrain=False), False
+    if model in (served.sources["speech"], OPENAI_MODEL) and served.free is not None:
+        return served.free, False
     known = ", ".join([served.sources["speech"], OPENAI_MODEL, *served.speech])
     raise ApiError(404, f"the model {model!r} does not exist here (models: {known})")
 

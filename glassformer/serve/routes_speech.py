@@ -12,7 +12,7 @@ to end a command under way (a stream that stops). The server sends JSON text mes
     {"type": "result", ...the /v1/transcribe fields..., "latency_ms": MS, "start": N, "end": N}
     {"type": "error", "error": MESSAGE}                            then, for bad data, a close
 
-Each connection gets its own stream of the grammar's Listener (tasks/speech/listener.py): its
+Each connection gets its own Stream of the grammar's Listener (tasks/speech/listener.py): its
 endpointing, and the command decoded in the speaker's pauses, so that the result is there
 when they stop; latency_ms says how long after the last speech frame it came. Listening goes
 on after each result. Not here: audio in other rates or encodings.
@@ -122,7 +122,7 @@ async def listen(socket: WebSocket, grammar: str | None = None) -> None:
         await socket.send_json({"type": "error", "error": error.message})
         await socket.close(CLOSE_POLICY)
         return
-    stream = listener.fork(endpoint=state.endpoint, beam_size=state.batcher.beam_size)
+    stream = listener.stream()
     await socket.send_json({"type": "ready", "sample_rate": SAMPLE_RATE, "grammar": name})
     try:
         while True:
@@ -130,15 +130,13 @@ async def listen(socket: WebSocket, grammar: str | None = None) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             samples = pcm_samples(message)
-            was_listening = not stream.endpointer.in_command
+            was_listening = not stream.in_command
             if samples is None:
                 result = await state.thread.run(stream.flush)
             else:
                 result = await state.thread.run(stream.process, samples)
-            if was_listening and stream.endpointer.in_command:
-                await socket.send_json(
-                    {"type": "speech_start", "sample": stream.endpointer.position}
-                )
+            if was_listening and stream.in_command:
+                await socket.send_json({"type": "speech_start", "sample": stream.position})
             if result is not None:
                 await socket.send_json({"type": "result", **result.to_json(), "batch_size": 1})
     except SocketRefused as refused:

@@ -72,6 +72,8 @@ EVENT_TIMEOUT_S = 10.0  # s: to send an event whole once it has begun, and betwe
 # of an audio stream (a live stream sends a chunk every ~0.06 s)
 IDLE_TIMEOUT_S = 300.0  # s: a connection's wait for its next event between streams
 MAX_CLIENTS = 64  # connections at once (Home Assistant: one per request under way)
+MAX_RATE = 384_000  # Hz: the highest sample rate of any audio interface; a chunk claiming
+# more is refused before any conversion
 ATTRIBUTION = ("glassformer", "https://pypi.org/project/glassformer/")
 
 
@@ -87,6 +89,10 @@ class Service:
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_clients: int = MAX_CLIENTS
     clients: int = 0  # connected now (the event loop's thread alone counts them)
+
+    def __post_init__(self) -> None:
+        self.first = next(iter(self.listeners.values()))  # recognize's default grammar
+        self.free = self.first.with_grammar(None)  # the model's name: free text
 
 
 def describe(service: Service) -> Event:
@@ -116,7 +122,8 @@ def describe(service: Service) -> Event:
 
 
 def intent_event(listener: Listener, text: str) -> Event:
-    """The grammar's reading of `text`: an intent with its slots as entities, or not."""
+    """The listener's grammar's reading of `text`: an intent with its slots as entities, or
+    not recognized."""
     command = listener.grammar.parse(text) if listener.grammar is not None else None
     if command is None:
         return NotRecognized(text=text).event()
@@ -287,9 +294,9 @@ class Handler(AsyncEventHandler):
                 await self.answer()
             elif Recognize.is_type(event.type):
                 recognize = Recognize.from_event(event)
-                default = next(iter(self.service.listeners))
-                name = str((recognize.context or {}).get("grammar") or default)
-                await self.write_event(intent_event(self.listener(name), recognize.text))
+                name = (recognize.context or {}).get("grammar")
+                listener = self.listener(str(name)) if name else self.service.first
+                await self.write_event(intent_event(listener, recognize.text))
         except GlassformerError as error:
             await self.write_event(Error(text=str(error), code="bad-request").event())
         return True
@@ -298,7 +305,7 @@ class Handler(AsyncEventHandler):
         if name in self.service.listeners:
             return self.service.listeners[name]
         if name == self.service.source:
-            return next(iter(self.service.listeners.values())).fork(constrain=False)
+            return self.service.free
         known = ", ".join([self.service.source, *self.service.listeners])
         raise GlassformerError(f"no model named {name!r} (models: {known})")
 
@@ -327,10 +334,14 @@ class Handler(AsyncEventHandler):
     def convert(self, chunk: AudioChunk) -> bytes:
         """The chunk as 16 kHz 16-bit mono, its format and length checked first: the
         conversion's output is bounded by MAX_COMMAND_SECONDS whatever the rate claimed."""
-        if chunk.width not in (1, 2, 3, 4) or chunk.channels not in (1, 2) or chunk.rate < 1:
+        if (
+            chunk.width not in (1, 2, 3, 4)
+            or chunk.channels not in (1, 2)
+            or not 1 <= chunk.rate <= MAX_RATE
+        ):
             raise GlassformerError(
                 f"audio of rate {chunk.rate}, width {chunk.width}, {chunk.channels} channels: "
-                "give a positive rate, width 1 to 4 bytes, 1 or 2 channels"
+                f"give a rate from 1 to {MAX_RATE} Hz, width 1 to 4 bytes, 1 or 2 channels"
             )
         if len(chunk.audio) % (chunk.width * chunk.channels):
             raise GlassformerError(f"an audio-chunk of {len(chunk.audio)} bytes: not whole frames")
@@ -350,8 +361,9 @@ class Handler(AsyncEventHandler):
         result = await self.service.thread.run(listener.understand, pcm)
         await self.send_transcript(result.text)
         await self.write_event(Transcript(text=result.text).event())
-        if self.wants_intent:
-            await self.write_event(intent_event(listener, result.text))
+        if self.wants_intent:  # free text is read by the first grammar
+            reader = listener if listener.grammar is not None else self.service.first
+            await self.write_event(intent_event(reader, result.text))
 
     async def send_transcript(self, text: str) -> None:
         """The streaming transcript events, where this wyoming version has them."""

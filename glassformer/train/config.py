@@ -8,7 +8,6 @@ with the same settings.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from glassformer.configs import (
@@ -18,9 +17,9 @@ from glassformer.configs import (
     require_positive,
     require_seed,
 )
+from glassformer.devices import require_device_name
 from glassformer.errors import ConfigError
 
-DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")  # what --device accepts
 # Sequences per optimizer step, at most: 40x GPT-3's 1536 (3.2 M tokens). Every step samples
 # the whole batch at once, so `--batch-size 1000000000` would ask for hundreds of GB.
 MAX_BATCH_SIZE = 65_536
@@ -62,8 +61,7 @@ class TrainConfig:
             raise ConfigError(f"warmup_steps={self.warmup_steps} must be >= 0 (0: no warmup)")
         require_choice(self, "schedule", ["constant", "cosine", "inverse_sqrt"])
         require_choice(self, "precision", ["auto", "bf16", "fp32"])
-        if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ConfigError(f"device={self.device!r} is not auto, cpu, mps, cuda or cuda:N")
+        require_device_name(self)
         for name in ("lr", "min_lr", "weight_decay", "grad_clip", "max_minutes", "adam_eps"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:

@@ -25,8 +25,10 @@ backtracking regex try 2**40 ways), `parse` remembers the positions it has faile
 (what a normalized transcript holds: a decoder cannot write "a1"), and its size with every
 slot written out in place is at most MAX_GRAMMAR_WORDS, checked before anything is built.
 
-Not here: reading and checking the file (grammar_syntax.py); an expression's parts and the
-word automaton (expressions.py). A bad grammar is one GlassformerError naming its file.
+A Grammar is one source of the engine's CommandGrammar (voice/commands.py): the decoder and
+every door see only that interface. Not here: reading and checking the file
+(grammar_syntax.py); an expression's parts and the word automaton (expressions.py). A bad
+grammar is one GlassformerError naming its file.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ import json
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
+from glassformer.voice.commands import Command
 from glassformer.voice.expressions import (
     Alternative,
     Element,
@@ -64,15 +66,6 @@ MAX_GRAMMAR_WORDS = 1_000_000  # words, each slot reference counted as all its p
 DEFAULT_GRAMMAR = Path(__file__).resolve().parent / "grammars" / "desktop.yaml"  # the article's
 
 
-@dataclass(frozen=True)
-class Command:
-    """One sentence and what it means."""
-
-    text: str  # normalized words
-    intent: str
-    slots: dict[str, str] = field(default_factory=dict)  # slot name -> normalized value
-
-
 def content_sha256(expressions: dict[str, list[str]], slots: dict[str, list[str]]) -> str:
     """sha256 of the grammar's tables as canonical JSON: what it says, not how it is laid out
     (comments, quoting and key order in the file do not change it)."""
@@ -81,7 +74,7 @@ def content_sha256(expressions: dict[str, list[str]], slots: dict[str, list[str]
 
 
 class Grammar:
-    """A parsed command grammar.
+    """A parsed command grammar (a CommandGrammar, voice/commands.py).
 
     Args:
         expressions: intent -> list of expression strings.
@@ -146,6 +139,15 @@ class Grammar:
             for alternative in itertools.chain.from_iterable(elements)
             for item in alternative
         )
+
+    def intents(self) -> list[str]:
+        return sorted(self.expressions)
+
+    def phrases(self, per_slot: int = 12) -> list[str]:
+        """Up to `per_slot` phrases of each slot type, else (no slots) every word: what a
+        model reading a text context is shown (a zero-shot Whisper then expects them)."""
+        phrases = [p for values in self.slots.values() for p in values[:per_slot]]
+        return list(dict.fromkeys(phrases)) or self.vocabulary
 
     @property
     def vocabulary(self) -> list[str]:
@@ -279,6 +281,11 @@ class Grammar:
         """Whether the normalized text (words, single spaces) is a whole sentence of the grammar."""
         following = self.next_words(text + " ") if text else None
         return following is not None and "" in following
+
+    def can_extend(self, text: str) -> bool:
+        """Whether more words may follow the whole words of `text` in some sentence."""
+        following = self.next_words(text + " ") if text else None
+        return following is not None and any(following.keys() - {""})
 
     def parse(self, text: str) -> Command | None:
         """The intent and slots of a transcript that exactly matches a grammar path, else None."""

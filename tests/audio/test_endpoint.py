@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from glassformer.audio.endpoint import SAMPLE_RATE, EndpointConfig, Endpointer, frame_level
+from tests.installed import missing
 from tests.serve.conftest import DATA, real_clip, tone
 
 SECOND = SAMPLE_RATE
@@ -133,7 +134,7 @@ def test_the_silero_detector_hears_a_real_word_and_not_silence_or_a_fan() -> Non
     from glassformer.audio.vad import SileroVAD, has_silero
 
     if not has_silero():
-        pytest.skip("silero-vad and onnxruntime are not installed (make setup installs them)")
+        missing("silero-vad and onnxruntime")
     word = load_audio(real_clip("speech/speech_commands_mini/nine/fa446c16_nohash_0.wav"))
     word = word / np.abs(word).max() * 0.3
     vad = SileroVAD()

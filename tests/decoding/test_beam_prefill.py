@@ -25,7 +25,6 @@ def test_beam_scores_equal_scoring_each_hypothesis_from_scratch(prefill_once: bo
         12,
         eos,
         alpha,
-        n_best=True,
         prefill_once=prefill_once,
     )  # (B, K, T), (B, K)
     for b in range(3):

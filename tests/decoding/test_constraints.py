@@ -53,7 +53,6 @@ def decode(preferred: list[int], constrained: bool) -> list[str]:
         8,
         EOS,
         suppress=[BOS],
-        n_best=True,
         restrict=restrict,
     )
     texts = []

@@ -63,7 +63,7 @@ def test_beam_search_over_shared_memories_equals_each_source_alone() -> None:
     def search(memory: torch.Tensor, padding: torch.Tensor | None, cache, rows: int):  # noqa: ANN001, ANN202
         step = lambda t, c: model.decode(t, memory, padding, c)  # noqa: E731
         prompt = torch.ones(rows, 1, dtype=torch.long)
-        return beam_search(step, cache, prompt, K, 12, eos_id=2, n_best=True)
+        return beam_search(step, cache, prompt, K, 12, eos_id=2)
 
     together, scores = search(memory, padding, model.new_cache(), 3)
     for row, length in enumerate(lengths.tolist()):

@@ -30,7 +30,7 @@ def test_beam_size_one_equals_greedy(model: GPT) -> None:
     prompt = torch.randint(1, 32, (3, 4))
     expected = greedy(gpt_step(model), model.new_cache(), prompt, 12, eos_id=EOS)
     actual = beam_search(gpt_step(model), model.new_cache(), prompt, 1, 12, eos_id=EOS)
-    assert torch.equal(actual, expected)
+    assert torch.equal(actual.best, expected)
 
 
 def test_top_k_one_equals_greedy(model: GPT) -> None:
@@ -94,8 +94,10 @@ def test_beam_search_finds_the_more_probable_sequence() -> None:
 
     prompt = torch.tensor([[3]])
     assert greedy(step, KVCache(1), prompt, 3, eos_id=EOS)[0, 1].item() == A
-    best = beam_search(step, KVCache(1), prompt, 3, 3, eos_id=EOS, length_penalty=0.0)
-    assert best[0, :3].tolist() == [3, B, EOS]
+    beams = beam_search(step, KVCache(1), prompt, 3, 3, eos_id=EOS, length_penalty=0.0)
+    assert beams.best[0, :3].tolist() == [3, B, EOS]
+    assert beams.tokens.shape[:2] == beams.scores.shape == (1, 3)  # every beam, best first
+    assert beams.scores[0].tolist() == sorted(beams.scores[0].tolist(), reverse=True)
 
 
 def test_beam_search_batches_rows_independently(model: GPT) -> None:
@@ -105,7 +107,7 @@ def test_beam_search_batches_rows_independently(model: GPT) -> None:
         alone = beam_search(
             gpt_step(model), model.new_cache(), prompts[row : row + 1], 4, 8, eos_id=EOS
         )
-        assert torch.equal(batched[row, : alone.size(1)], alone[0])
+        assert torch.equal(batched.best[row, : alone.best.size(1)], alone.best[0])
 
 
 def test_filters() -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from glassformer.explain.article_bpe_audio import audio_section
 from tests.explain.conftest import assert_png
+from tests.installed import needs_espeak
 
 
 def test_bpe_merges(results: dict) -> None:
@@ -34,7 +32,7 @@ def test_audio_tone_fallback(tmp_path: Path) -> None:
     assert_png(r["figures"][0])
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed")
+@needs_espeak
 def test_audio_spoken_by_espeak(results: dict) -> None:
     v = results["audio"]["values"]
     assert v["source"] == "espeak-ng"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from glassformer.explain.attention_maps import (
 )
 from glassformer.train.config import TrainConfig
 from tests.explain.conftest import assert_png
+from tests.installed import needs_espeak
 
 TEXT = "check the battery log and find out whether it ran down please\n" * 30
 PAIRS = [
@@ -100,7 +100,7 @@ def test_translation_encoder_decoder_and_cross(translation_run: Path, tmp_path: 
         assert_png(path)
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng synthesizes the clips")
+@needs_espeak
 def test_speech_cross_attention(tmp_path: Path) -> None:
     from glassformer.cli import main
     from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig

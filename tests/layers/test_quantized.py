@@ -1,5 +1,5 @@
-"""int8 rows and the float16 token table (layers/quantized.py) against torch's own whole-matrix
-quantization and the float32 lookup."""
+"""int8 rows (layers/quantized.py) against torch's own whole-matrix quantization, and an int8
+linear layer against the float32 one it stands for."""
 
 from __future__ import annotations
 
@@ -8,14 +8,7 @@ import warnings
 import pytest
 import torch
 
-from glassformer.layers.quantized import (
-    HalfTokenTable,
-    halve_token_table,
-    has_int8_kernels,
-    quantize_rows,
-)
-from glassformer.models.configs import Seq2SeqConfig
-from glassformer.models.seq2seq import Seq2SeqTransformer
+from glassformer.layers.quantized import Int8Linear, has_int8_kernels, quantize_rows
 
 pytestmark = pytest.mark.skipif(not has_int8_kernels(), reason="this torch has no fbgemm")
 
@@ -44,33 +37,10 @@ def test_rows_quantized_block_by_block_equal_the_whole_matrix(
     assert ours.q_per_channel_axis() == 0
 
 
-def tiny_model(tie_output: bool = False) -> Seq2SeqTransformer:
-    config = Seq2SeqConfig(
-        src_vocab_size=11, tgt_vocab_size=13, d_model=8, n_heads=2, n_encoder_layers=1,
-        n_decoder_layers=1, d_ff=16, max_src_len=6, max_tgt_len=6, tie_output=tie_output,
-    )  # fmt: skip
-    return Seq2SeqTransformer(config).eval()
-
-
-def test_a_float16_table_looks_up_the_same_rows_in_half_the_bytes() -> None:
-    model = tiny_model()
-    with torch.no_grad():
-        model.tgt_embed.weight.copy_(model.tgt_embed.weight.half().float())  # as a file holds it
-    tokens = torch.tensor([[0, 5, 12], [3, 3, 1]])
-    expected = model.tgt_embed(tokens)
-    assert halve_token_table(model)
-    assert isinstance(model.tgt_embed, HalfTokenTable) and model.tgt_embed.table.dtype == torch.half
-    looked_up = model.tgt_embed(tokens)
-    assert looked_up.dtype == torch.float32
-    torch.testing.assert_close(looked_up, expected, rtol=0, atol=0)
-
-
-def test_a_table_that_is_not_exact_in_float16_or_still_tied_stays_float32() -> None:
-    inexact = tiny_model()
-    with torch.no_grad():
-        inexact.tgt_embed.weight[3, 2] = 1 + 2**-20  # not a float16 value
-    assert not halve_token_table(inexact) and not isinstance(inexact.tgt_embed, HalfTokenTable)
-    tied = tiny_model(tie_output=True)
-    with torch.no_grad():
-        tied.tgt_embed.weight.copy_(tied.tgt_embed.weight.half().float())
-    assert not halve_token_table(tied)  # the output layer still reads the float32 table
+def test_an_int8_linear_layer_stays_close_to_float32() -> None:
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48)
+    x = torch.randn(3, 5, 64)
+    scale = linear(x).abs().max().item()
+    quantized = Int8Linear(linear.weight, linear.bias)
+    torch.testing.assert_close(quantized(x), linear(x), atol=0.03 * scale, rtol=0, msg="int8")

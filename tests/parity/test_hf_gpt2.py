@@ -10,10 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-transformers = pytest.importorskip("transformers")
+from tests.installed import import_or_missing
+
+transformers = import_or_missing("transformers")
 
 import glassformer  # noqa: E402
-from glassformer.models.gpt import GPT, GPTConfig, gpt_state_dict_from_hf  # noqa: E402
+from glassformer.convert.hf_gpt2 import gpt_state_dict_from_hf  # noqa: E402
+from glassformer.models.gpt import GPT, GPTConfig  # noqa: E402
 
 V, T = 97, 24
 

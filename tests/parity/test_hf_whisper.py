@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+from tests.installed import import_or_missing
+
+transformers = import_or_missing("transformers")
 
 from glassformer.convert.whisper import from_hf_whisper, rename  # noqa: E402
 from glassformer.errors import CheckpointError  # noqa: E402

@@ -14,8 +14,9 @@ from glassformer.audio.features import (
     power_spectrogram,
 )
 from glassformer.audio.mel import dct_matrix, mel_filterbank
+from tests.installed import import_or_missing
 
-librosa = pytest.importorskip("librosa")
+librosa = import_or_missing("librosa")
 scipy_fft = pytest.importorskip("scipy.fft")
 
 

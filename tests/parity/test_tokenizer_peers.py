@@ -13,9 +13,10 @@ import pytest
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.io import export_tokenizer, to_tiktoken
 from tests.helpers import MULTILINGUAL
+from tests.installed import import_or_missing
 
-tokenizers = pytest.importorskip("tokenizers")
-tiktoken = pytest.importorskip("tiktoken")
+tokenizers = import_or_missing("tokenizers")
+tiktoken = import_or_missing("tiktoken")
 from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 
 TEXTS = [

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+from tests.installed import import_or_missing
+
+transformers = import_or_missing("transformers")
 
 from glassformer.audio.features import whisper_log_mel  # noqa: E402
 

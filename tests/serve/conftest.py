@@ -17,6 +17,7 @@ import soundfile
 import torch
 
 from tests.helpers import TINY_GRAMMAR
+from tests.installed import has_voice, has_whisper, needs
 
 GRAMMAR = TINY_GRAMMAR
 ALPHABET = string.ascii_lowercase + string.ascii_uppercase + " .,'!?\n"
@@ -102,18 +103,8 @@ def real_clip(relative: str) -> Path:
 APPOINTMENTS = Path(__file__).resolve().parents[2] / "glassformer/voice/grammars/appointments.yaml"
 
 
-def has_whisper_and_voice() -> bool:
-    """whisper-tiny.en and the recorded voice (make setup installs both): the real-speech
-    tests of the doors need them."""
-    from glassformer.tasks.speech.pretrained import installed_models
-    from glassformer.voice.recorded import find_voice
-
-    return installed_models()["whisper-tiny.en"] is not None and find_voice() is not None
-
-
-needs_whisper_and_voice = pytest.mark.skipif(
-    not has_whisper_and_voice(),
-    reason="needs whisper-tiny.en and asterisk-core-sounds-en-wav (make setup installs both)",
+needs_whisper_and_voice = needs(
+    has_whisper() and has_voice(), "whisper-tiny.en or the recorded voice (asterisk-core-sounds)"
 )
 
 

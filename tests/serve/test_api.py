@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from glassformer.serve.app import create_app
 from glassformer.serve.config import ServeConfig
 from glassformer.serve.models import load_models, parameter_count
+from glassformer.tasks.speech.config import ListenerConfig
 from tests.serve.conftest import GRAMMAR, tone, wav_bytes
 
 WAV = {"content-type": "audio/wav"}
@@ -25,7 +26,7 @@ def served(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     coffee.write_text(COFFEE)
     grammars = [str(checkpoints["speech"] / "grammar.yaml"), str(coffee)]
     return load_models(
-        str(checkpoints["speech"]),
+        ListenerConfig(str(checkpoints["speech"])),
         grammars,
         str(checkpoints["lm"]),
         str(checkpoints["translation"]),
@@ -34,7 +35,7 @@ def served(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="module")
 def client(served) -> TestClient:  # noqa: ANN001
-    config = ServeConfig(max_upload_mb=25.0, max_command_seconds=30.0, beam_size=2)
+    config = ServeConfig(max_upload_mb=25.0, max_command_seconds=30.0)
     with TestClient(create_app(served, config)) as client:
         yield client
 

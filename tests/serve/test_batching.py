@@ -13,16 +13,17 @@ from glassformer.serve.app import create_app
 from glassformer.serve.audio_upload import decode_audio
 from glassformer.serve.config import ServeConfig
 from glassformer.serve.models import load_models
+from glassformer.tasks.speech.config import ListenerConfig
 from tests.serve.conftest import tone, wav_bytes
 
 
 def test_concurrent_requests_are_batched_and_equal_to_one_by_one(
     checkpoints: dict[str, Path],
 ) -> None:
-    from glassformer.tasks.speech.inference import transcribe
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
 
-    served = load_models(str(checkpoints["speech"]), [], None, None)
-    config = ServeConfig(batch_wait_ms=200, max_batch=4, beam_size=2)
+    served = load_models(ListenerConfig(str(checkpoints["speech"]), beam_size=2), [], None, None)
+    config = ServeConfig(batch_wait_ms=200, max_batch=4)
     app = create_app(served, config)
     clips = [tone(0.6 + 0.1 * i, 300 + 50 * i) for i in range(6)]
 
@@ -43,7 +44,7 @@ def test_concurrent_requests_are_batched_and_equal_to_one_by_one(
     speech = served.speech["grammar"].speech  # the grammar's listener's model
     for clip, answer in zip(clips, answers, strict=True):
         heard = decode_audio(wav_bytes(clip), 30.0)  # what the server read
-        alone = transcribe(speech, heard, beam_size=2, constrain=True)
+        alone = transcribe(speech, heard, SpeechOptions(2, True, speech.rules.reject_below))
         assert (answer["text"], answer["intent"]) == (alone.text, alone.intent)
         assert answer["confidence"] == round(alone.confidence, 4)
 
@@ -81,8 +82,8 @@ def test_free_text_stops_at_the_clips_token_budget(checkpoints: dict[str, Path])
     the audio heard, not at the decoder's window (64 positions here, 448 for Whisper)."""
     from glassformer.tasks.speech.clips import clip_audio, most_tokens
 
-    served = load_models(str(checkpoints["speech"]), [], None, None)
-    listener = served.speech["grammar"].fork(constrain=False)
+    served = load_models(ListenerConfig(str(checkpoints["speech"])), [], None, None)
+    listener = served.free
     clip = tone(1.0)
     budget = most_tokens(listener.speech, len(clip_audio(listener.speech, clip)) / 16_000)
     assert budget < listener.speech.model.config.max_tgt_len - 1
@@ -97,7 +98,9 @@ def test_a_long_generation_holds_no_transcription_hostage(checkpoints: dict[str,
     while the generation is still going."""
     import time
 
-    served = load_models(str(checkpoints["speech"]), [], str(checkpoints["lm"]), None)
+    served = load_models(
+        ListenerConfig(str(checkpoints["speech"])), [], str(checkpoints["lm"]), None
+    )
     app = create_app(served, ServeConfig(batch_wait_ms=0))
     thread = app.state.thread
     long = {"prompt": "ab", "max_new_tokens": 1000, "temperature": 0}

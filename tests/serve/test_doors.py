@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from glassformer.cli import main
 from glassformer.serve.app import create_app
 from glassformer.serve.models import load_models
+from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.listener import Listener
 from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice, recorded_command
 
@@ -31,7 +32,7 @@ def test_cli_http_socket_and_listener_give_the_same_result(
     recording: tuple[Path, object], capsys: pytest.CaptureFixture
 ) -> None:
     path, command = recording
-    listener = Listener("whisper-tiny.en", grammar=GRAMMAR)
+    listener = Listener(ListenerConfig("whisper-tiny.en", str(GRAMMAR)))
     expected = listener.understand_file(path).to_json()
     assert (expected["intent"], expected["slots"]) == (command.intent, command.slots)
     mine = {k: expected[k] for k in FIELDS}
@@ -42,7 +43,7 @@ def test_cli_http_socket_and_listener_give_the_same_result(
     [cli] = json.loads(capsys.readouterr().out)
     assert {k: cli[k] for k in FIELDS} == mine
 
-    served = load_models("whisper-tiny.en", [str(GRAMMAR)], None, None)
+    served = load_models(ListenerConfig("whisper-tiny.en"), [str(GRAMMAR)], None, None)
     with TestClient(create_app(served)) as client:
         answer = client.post(
             "/v1/transcribe", content=path.read_bytes(), headers={"content-type": "audio/wav"}

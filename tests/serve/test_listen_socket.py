@@ -12,6 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 from glassformer.audio.endpoint import SAMPLE_RATE
 from glassformer.serve.app import create_app
 from glassformer.serve.models import load_models
+from glassformer.tasks.speech.config import ListenerConfig
 from tests.serve.conftest import tone
 
 SECOND = SAMPLE_RATE
@@ -19,7 +20,9 @@ SECOND = SAMPLE_RATE
 
 @pytest.fixture(scope="module")
 def client(checkpoints: dict[str, Path]) -> TestClient:
-    with TestClient(create_app(load_models(str(checkpoints["speech"]), [], None, None))) as client:
+    with TestClient(
+        create_app(load_models(ListenerConfig(str(checkpoints["speech"])), [], None, None))
+    ) as client:
         yield client
 
 

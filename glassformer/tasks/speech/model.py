@@ -1,53 +1,113 @@
-"""SpeechModel: everything transcription needs, whichever way the model was made.
+"""SpeechModel: everything transcription needs, whichever way the model was made, frozen.
+
+    DecodingRules       how decoding starts, ends and writes words (a checkpoint's "decoding")
+    VocabularyReading   each token's text as a grammar reads it, and the sentence closers
+    SpeechModel         the network, its tokenizer and features, those two, a grammar
 
 A model trained here (tasks/speech/training.py) and a published Whisper
-(tasks/speech/pretrained.py) become the same thing: the network, its tokenizer, the features
-it reads, how its decoding starts and ends, and optionally a command grammar.
+(tasks/speech/pretrained.py) become the same thing. Everything derived from the model is
+computed when it is loaded (the vocabulary's reading: 51,864 decodes for Whisper, 0.2 s) and
+nothing is cached onto it later, so one SpeechModel is shared by every listener and stream
+and decodes the same whatever ran before. Another grammar is another SpeechModel on the same
+network (loading.use_grammar). Not here: loading (loading.py, pretrained.py), decoding
+(search.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 
 from glassformer.audio.features import FeatureConfig
+from glassformer.errors import CheckpointError
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.voice.grammar import Grammar
+from glassformer.voice.commands import CommandGrammar
+
+DEFAULT_REJECT_BELOW = 0.3  # a model trained here: constrained results below are rejected
 
 
-@dataclass
+@dataclass(frozen=True)
+class DecodingRules:
+    """How a model's transcripts start, end and are written: what its checkpoint keeps."""
+
+    prompt: tuple[int, ...]  # the tokens decoding starts from: <bos>, or Whisper's task tokens
+    eos: int  # the token that ends a transcript
+    suppress: tuple[int, ...]  # tokens never written (padding, the prompt's, timestamps)
+    suppress_at_start: tuple[int, ...] = ()  # never the first token (Whisper: a blank, the end)
+    reject_below: float = DEFAULT_REJECT_BELOW  # constrained results below are rejected
+    context_token: int | None = None  # Whisper's <|startofprev|>: the model reads a text
+    # context before its prompt, where use_grammar puts the grammar's phrases (zero-shot)
+    word_prefix: str = ""  # before a transcript's first word: Whisper writes " book" (its
+    # words carry their space), a model trained here "book"
+
+    def to_json(self) -> dict:
+        """The checkpoint's "decoding" table (from_json reads it back)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, table: object, where: str) -> DecodingRules:
+        """A checkpoint's "decoding" table, checked; `where` names it in errors.
+
+        A table written before "word_prefix" was kept: Whisper's (imported or fine-tuned)
+        were the ones with a prompt of several tokens.
+
+        Raises:
+            CheckpointError: a field missing or of the wrong type.
+        """
+        if not isinstance(table, dict):
+            raise CheckpointError(f'{where}: "decoding" is not a table')
+        try:
+            prompt = token_ids(table["prompt"])
+            rules = cls(
+                prompt,
+                token_id(table["eos"]),
+                token_ids(table["suppress"]),
+                token_ids(table.get("suppress_at_start", [])),
+                float(table.get("reject_below", DEFAULT_REJECT_BELOW)),
+                None if table.get("context_token") is None else token_id(table["context_token"]),
+                str(table.get("word_prefix", " " if len(prompt) > 1 else "")),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise CheckpointError(f'{where}: invalid "decoding" table ({error!r})') from None
+        if not rules.prompt or not 0.0 <= rules.reject_below <= 1.0:
+            raise CheckpointError(f'{where}: invalid "decoding" table (prompt, reject_below)')
+        return rules
+
+
+def token_id(value: object) -> int:
+    """A token id from JSON: a non-negative integer, never a bool or a float."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a token id")
+    return value
+
+
+def token_ids(values: object) -> tuple[int, ...]:
+    if not isinstance(values, list):
+        raise ValueError(f"{values!r} is not a list of token ids")
+    return tuple(map(token_id, values))
+
+
+@dataclass(frozen=True)
+class VocabularyReading:
+    """The vocabulary as a grammar reads it (tasks/speech/vocabulary.read_vocabulary)."""
+
+    token_texts: tuple[str, ...]  # each token id's text, lower case; "" = never in a sentence
+    closers: frozenset[int]  # tokens that only end a sentence ('.', '!', '?')
+
+
+@dataclass(frozen=True, eq=False)
 class SpeechModel:
+    """A loaded speech model: shared, never changed after loading."""
+
     model: SpeechTransformer
     tokenizer: Tokenizer
-    grammar: Grammar | None  # the commands it understands; None: free transcription only
     features: FeatureConfig
-    prompt: list[int]  # the tokens decoding starts from: [<bos>], or Whisper's task tokens
-    eos: int  # the token that ends a transcript
-    suppress: list[int]  # tokens never written (padding, the prompt's, Whisper's timestamps)
-    suppress_at_start: list[int] = field(default_factory=list)  # never the first token
-    reject_below: float = 0.3  # constrained results less confident than this are rejected
-    token_texts: list[str] | None = None  # each token's text as the grammar reads it
-    closers: list[int] | None = None  # tokens that may only end a sentence ('.', '!', '?')
-    context_token: int | None = None  # Whisper's <|startofprev|>: the model reads a text
-    # context before its prompt; use_grammar puts the grammar's phrases there (zero-shot)
-    context: list[int] = field(default_factory=list)  # [context_token, the phrases' tokens]
-    word_prefix: str = ""  # what comes before a transcript's first word: Whisper writes
-    # " book" (its words carry their space), a model trained here "book"
-
-    def decoding_rules(self) -> dict:
-        """How decoding starts, ends and writes words: the "decoding" table a checkpoint keeps
-        (tasks/speech/loading.py reads it back)."""
-        return {
-            "prompt": self.prompt,
-            "eos": self.eos,
-            "suppress": self.suppress,
-            "suppress_at_start": self.suppress_at_start,
-            "reject_below": self.reject_below,
-            "context_token": self.context_token,
-            "word_prefix": self.word_prefix,
-        }
+    rules: DecodingRules
+    reading: VocabularyReading
+    grammar: CommandGrammar | None = None  # the commands it understands; None: free text
+    context: tuple[int, ...] = ()  # [context_token, the grammar's phrases] (zero-shot)
 
     @property
     def start(self) -> list[int]:
         """The tokens decoding starts from: the context (if any), then the prompt."""
-        return [*self.context, *self.prompt]
+        return [*self.context, *self.rules.prompt]

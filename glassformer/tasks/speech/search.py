@@ -1,6 +1,6 @@
 """The beam over a batch of clips' encoder memories, and each clip's best words read out.
 
-    decode_clips(speech, memory, padding, K, constrain, reject_below)   -> Transcripts
+    decode_clips(speech, memory, padding, options, limits)   -> a Transcript per clip
 
 One beam search runs over every clip's beams together; each clip's best hypothesis is then
 scored (its confidence, and how likely the model found the end where it ended) from the
@@ -22,6 +22,7 @@ from glassformer.layers.attention import distinct_memories
 from glassformer.layers.kv_cache import KVCache
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.vocabulary import grammar_constraint, start_rule
 
 
@@ -38,14 +39,12 @@ def decode_clips(
     speech: SpeechModel,
     memory: torch.Tensor,
     padding: torch.Tensor | None,
-    beam_size: int,
-    constrain: bool,
-    reject_below: float | None,
-    limits: list[int] | None = None,
+    options: SpeechOptions,
+    limits: list[int],
 ) -> list[Transcript]:
     """One beam search over every clip's encoder memory, then the grammar's reading of each
-    clip's best words; clip b writes at most limits[b] tokens (None: the decoder's window),
-    so a clip decoded in a batch ends where it would alone.
+    clip's best words; clip b writes at most limits[b] tokens, so a clip decoded in a batch
+    ends where it would alone.
 
     Row b * K + k of the search is beam k of clip b. A clip's K beams ask its memory together
     (projected once per clip, padding masked: layers/attention.py), and the grammar constraint
@@ -56,7 +55,7 @@ def decode_clips(
     """
     from glassformer.decoding.search import beam_search
 
-    model, K, B = speech.model, beam_size, memory.size(0)
+    model, K, B = speech.model, options.beam_size, memory.size(0)
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
         # (B*K, T) tokens, (B, S, D) memory -> (B*K, 1, V): the search reads the last
@@ -65,19 +64,17 @@ def decode_clips(
         return model.decode(tokens, memory, padding, cache, last=1)
 
     prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
-    restrict = start_rule(speech, grammar_constraint(speech, K) if constrain else None)
-    if limits is not None:
-        restrict = at_most(limits, K, len(speech.start), speech.eos, restrict)
+    grammar = grammar_constraint(speech, K) if options.constrain else None
+    restrict = at_most(limits, K, len(speech.start), speech.rules.eos, start_rule(speech, grammar))
     cache = model.new_cache()
-    hypotheses, scores = beam_search(
+    beams = beam_search(
         step,
         cache,
         prompt,
         K,
-        max(limits) if limits else model.config.max_tgt_len - len(speech.start),
-        speech.eos,
-        suppress=speech.suppress,
-        n_best=True,
+        max(limits),
+        speech.rules.eos,
+        suppress=speech.rules.suppress,
         restrict=restrict,
         prefill_once=True,  # the context and prompt run once per clip, not once per beam
     )  # (B, K, T), (B, K): each clip's hypotheses, best first
@@ -85,12 +82,9 @@ def decode_clips(
     for row in range(B):
         valid = memory.size(1) if padding is None else int(padding[row].sum())
         clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
-        best, found = hypotheses[row, 0].tolist(), bool(scores[row, 0] > float("-inf"))
+        best, found = beams.tokens[row, 0].tolist(), bool(beams.scores[row, 0] > float("-inf"))
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
-        limit = limits[row] if limits else model.config.max_tgt_len - len(speech.start)
-        transcripts.append(
-            read_clip(speech, clip, best, found, constrain, reject_below, known, limit)
-        )
+        transcripts.append(read_clip(speech, clip, best, found, options, limits[row], known))
     return transcripts
 
 
@@ -136,36 +130,35 @@ def read_clip(
     memory: torch.Tensor,
     best: list[int],
     found: bool,
-    constrain: bool,
-    reject_below: float | None,
+    options: SpeechOptions,
+    limit: int,
     known: KVCache | None = None,
-    limit: int | None = None,
 ) -> Transcript:
     """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
+    `found` is False when the search ended no hypothesis (the grammar let none end in time).
     `known`: what the search computed already for this clip (prefix_cache). Free text that
     ran to its `limit` of tokens repeating itself is cut to one copy (cut_repetition).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
     """
-    eos = speech.eos
-    chosen = strip(best, len(speech.start), eos)
+    eos, start = speech.rules.eos, len(speech.start)
+    chosen = strip(best, start, eos)
     text = speech.tokenizer.decode(chosen)
-    if not constrain and limit is not None and len(chosen) >= limit:
+    if not options.constrain and len(chosen) >= limit:
         kept = cut_repetition(text)
         if kept != " ".join(text.split()):  # the model looped: score the words it meant
-            text, chosen = kept, speech.tokenizer.encode(speech.word_prefix + kept)
+            text, chosen = kept, speech.tokenizer.encode(speech.rules.word_prefix + kept)
     command = speech.grammar.parse(text) if speech.grammar is not None and found else None
     tokens = [*speech.start, *chosen, eos]
-    log_probs = token_log_probs(speech.model, memory, tokens, len(speech.start), known)
-    picked = log_probs.gather(-1, torch.tensor(tokens[len(speech.start) :])[:, None])  # (T', 1)
+    log_probs = token_log_probs(speech.model, memory, tokens, start, known)
+    picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
     confidence = math.exp(picked.mean().item())
-    closers = set(speech.closers or ())
+    closers = speech.reading.closers
     words = len(chosen) - sum(1 for _ in takewhile(closers.__contains__, reversed(chosen)))
     ends = [eos, *closers]  # after the last word: the end, or a final period then the end
     end_probability = log_probs[words, ends].exp().sum().item()
-    threshold = speech.reject_below if reject_below is None else reject_below
-    if constrain and confidence < threshold:
+    if options.constrain and confidence < options.reject_below:
         command = None  # the closest grammar sentence is too unlikely: a rejection
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)

@@ -248,16 +248,16 @@ def pretrained_start(
     model = speech.model
     for part in (model.frontend, model.src_positions, model.encoder):
         part.requires_grad_(False)  # the encoder that hears stays as published
-    given = {*speech.prompt, speech.eos}
-    pad = next((t for t in speech.suppress if t not in given), None)
+    rules = speech.rules
+    given = {*rules.prompt, rules.eos}
+    pad = next((t for t in rules.suppress if t not in given), None)
     if pad is None:
         raise GlassformerError(f"{init}: no token to pad transcripts with")
-    decoding = {**speech.decoding_rules(), "context_token": None}  # it learns the grammar:
-    # no context prompt
+    decoding = {**rules.to_json(), "context_token": None}  # it learns the grammar: no context
     return (
         model,
         speech.tokenizer,
         speech.features,
-        Targets(speech.prompt, speech.eos, pad, speech.word_prefix),
+        Targets(list(rules.prompt), rules.eos, pad, rules.word_prefix),
         decoding,
     )

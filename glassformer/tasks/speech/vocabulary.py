@@ -1,22 +1,24 @@
 """The grammar's reading of a model's vocabulary, and the rules on what the beam may write.
 
-    grammar_reading(tokenizer, never)    each token's text as a grammar reads it; the closers
-    grammar_constraint(speech, K)        the `restrict` hook: only sentences of the grammar
-    start_rule(speech, then)             never begin with a blank or the end (Whisper)
+    read_vocabulary(tokenizer, rules, V)   each token's text as a grammar reads it; the closers
+    grammar_constraint(speech, K)          the `restrict` hook: only sentences of the grammar
+    start_rule(speech, then)               never begin with a blank or the end (Whisper)
 
-Reading the vocabulary decodes every token once (51,864 for Whisper): it is done once per
-model and shared by every grammar's copy of it. Not here: the grammar itself
-(voice/grammar.py) and the token-level search (decoding/constraints.py, decoding/search.py).
+Reading the vocabulary decodes every token once (51,864 for Whisper, 0.2 s): it is done when
+a model is loaded, and every grammar's copy of the model shares it. Not here: the grammar
+itself (voice/commands.py) and the token-level search (decoding/constraints.py,
+decoding/search.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import torch
 
 from glassformer.decoding.constraints import TextConstraint
-from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.model import DecodingRules, SpeechModel, VocabularyReading
 from glassformer.tokenizer.base import Tokenizer
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
@@ -26,28 +28,26 @@ GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
     """Token-level grammar constraint: the beam may only write what the grammar can say."""
-    if speech.token_texts is None or speech.closers is None:  # once per model: 50k decodes
-        texts, speech.closers = grammar_reading(speech.tokenizer, speech.suppress)
-        padding = speech.model.config.tgt_vocab_size - len(texts)  # Whisper's timestamp ids
-        speech.token_texts = texts + [""] * padding
     grammar = speech.grammar
+    if grammar is None:
+        raise ValueError("a grammar constraint needs a model with a grammar")
     return TextConstraint(
-        speech.token_texts,
+        speech.reading.token_texts,
         lambda text: grammar.can_continue(text.lstrip(" ")),
         lambda text: grammar.accepts(text.lstrip(" ")),
-        speech.eos,
+        speech.rules.eos,
         start=len(speech.start),
         keep=beam_size,
-        closers=speech.closers,
+        closers=speech.reading.closers,
     )
 
 
 def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN201
     """A `restrict` hook: the first written token is never one of suppress_at_start (Whisper
     must not begin with a blank or end at once), then `then` (the grammar) if given."""
-    if not speech.suppress_at_start:
+    if not speech.rules.suppress_at_start:
         return then
-    start, banned = len(speech.start), speech.suppress_at_start
+    start, banned = len(speech.start), list(speech.rules.suppress_at_start)
 
     def restrict(tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
         if tokens.size(1) == start:
@@ -58,7 +58,17 @@ def start_rule(speech: SpeechModel, then: TextConstraint | None):  # noqa: ANN20
     return restrict
 
 
-def grammar_reading(tokenizer: Tokenizer, never: list[int]) -> tuple[list[str], list[int]]:
+def read_vocabulary(
+    tokenizer: Tokenizer, rules: DecodingRules, vocab_size: int
+) -> VocabularyReading:
+    """grammar_reading for a model of `vocab_size` outputs (ids past the tokenizer's, such as
+    Whisper's timestamps, read as "": never in a sentence)."""
+    texts, closers = grammar_reading(tokenizer, rules.suppress)
+    texts += [""] * (vocab_size - len(texts))
+    return VocabularyReading(tuple(texts), frozenset(closers))
+
+
+def grammar_reading(tokenizer: Tokenizer, never: Iterable[int]) -> tuple[list[str], list[int]]:
     """Each token's text as a grammar reads it, and the tokens that may only end a sentence.
 
     Texts are lower case; "" (never allowed) for special tokens and for any text a

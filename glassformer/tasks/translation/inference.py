@@ -101,7 +101,7 @@ def translate_batch(
             length_penalty,
             suppress=[pad, bos],
             restrict=only_eos_past_limit,
-        )
+        ).best
     results = []
     for row, source_length in zip(written.tolist(), lengths.tolist(), strict=True):
         row = row[1:]

@@ -20,6 +20,7 @@ import torch
 from glassformer.cli import build_parser, main
 from glassformer.configs import add_config_flags
 from tests.helpers import reversal_pairs
+from tests.installed import missing
 
 HAS_ESPEAK = shutil.which("espeak-ng") is not None
 HAS_CUDA = torch.cuda.is_available()
@@ -106,7 +107,7 @@ def translation(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def speech_data(root: Path) -> Path:
     if not HAS_ESPEAK:
-        pytest.skip("espeak-ng is installed by `make setup`")
+        missing("espeak-ng")
     grammar = root / "grammar.yaml"
     grammar.write_text(GRAMMAR)
     data = root / "speech_data"
@@ -310,5 +311,6 @@ def test_config_flags_show_the_dataclass_default_in_help(capsys: pytest.CaptureF
             build_parser().parse_args([*argv, "--help"])
         help_text = " ".join(capsys.readouterr().out.split())
         assert "(default:" in help_text, argv
-    assert "--beam BEAM beam size (translation: default 4, the paper's;" in help_text
-    assert "speech: default 4, the Listener's)" in help_text  # ListenerConfig.beam_size
+    assert "--beam-size INT, --beam INT beams of the search" in help_text  # ListenerConfig's
+    assert "CTranslate2 (default: 4)" in help_text and "beam 4 (the paper's) unless" in help_text
+    assert "(default: the model's own: 0.3 trained here, 0.01 Whisper)" in help_text

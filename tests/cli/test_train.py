@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import json
 import re
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from glassformer.cli import build_parser, main
 from glassformer.cli.train import RUNS, TaskRun, announce, resolve_settings
 from glassformer.errors import GlassformerError
 from tests.helpers import TINY_GRAMMAR, reversal_pairs
+from tests.installed import HAS_ESPEAK, missing
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 40
 TABLE_LINE = re.compile(r"^\[\w+\]$|^\w+ = ")  # a line of a printed TOML table
@@ -105,8 +105,8 @@ def translation_argv(tmp_path: Path) -> list[str]:
 
 
 def speech_argv(tmp_path: Path) -> list[str]:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is installed by `make setup`")
+    if not HAS_ESPEAK:
+        missing("espeak-ng")
     grammar, data = tmp_path / "grammar.yaml", tmp_path / "data"
     grammar.write_text(TINY_GRAMMAR)
     synth = ["voice", "synth", "--grammar", str(grammar), "--out", str(data), "--count", "6"]

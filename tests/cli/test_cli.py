@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from glassformer.cli import main
 from glassformer.models.gpt import GPT, GPTConfig
 from glassformer.train.checkpoint import save_checkpoint
+from tests.installed import needs_espeak
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -66,7 +66,7 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="installed by `make setup`")
+@needs_espeak
 def test_demo_runs_the_main_job_end_to_end_at_a_tiny_size(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

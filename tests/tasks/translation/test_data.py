@@ -23,6 +23,7 @@ from glassformer.tasks.translation.data import (
     split_pairs,
     token_batches,
 )
+from tests.installed import needs
 
 # A Ding excerpt: each line says what the extraction must keep or reject, and why.
 DING_EXCERPT = "\n".join(
@@ -182,7 +183,7 @@ def test_default_corpus_without_the_package_says_how_to_fix(tmp_path: Path) -> N
         default_corpus(source=tmp_path / "absent")
 
 
-@pytest.mark.skipif(not DING_PATH.is_file(), reason="Debian package trans-de-en not installed")
+@needs(DING_PATH.is_file(), "the Ding dictionary (Debian package trans-de-en)")
 def test_read_parallel_without_data_reads_the_real_ding_file() -> None:
     corpus = read_parallel()  # the conftest points the cache at a temporary directory
     assert corpus.origin == DING_ORIGIN

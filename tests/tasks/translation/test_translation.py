@@ -67,15 +67,19 @@ def test_beam_of_one_is_greedy_and_batched_equals_one_at_a_time(reverser: Path) 
         ids = translator.source_tokenizer.encode(sentence) + [eos]
         greedy_ids = translate_batch(translator, [ids], beam_size=1, length_penalty=0.6)[0]
         memory, _ = model.encode(torch.tensor([ids]))
-        beam_ids = beam_search(
-            lambda tokens, cache, m=memory: model.decode(tokens, m, None, cache),
-            model.new_cache(),
-            torch.tensor([[bos]]),
-            1,
-            20,
-            eos,
-            suppress=[tokenizer.special_tokens["<pad>"], bos],
-        )[0, 1:].tolist()
+        beam_ids = (
+            beam_search(
+                lambda tokens, cache, m=memory: model.decode(tokens, m, None, cache),
+                model.new_cache(),
+                torch.tensor([[bos]]),
+                1,
+                20,
+                eos,
+                suppress=[tokenizer.special_tokens["<pad>"], bos],
+            )
+            .best[0, 1:]
+            .tolist()
+        )
         assert beam_ids[: len(greedy_ids) + 1] == [*greedy_ids, eos]
 
 

