@@ -62,8 +62,14 @@ def choose_speech(served: ServedModels, grammar: str | None) -> tuple[str, Liste
 
 
 def check_audible(waveform: np.ndarray) -> None:
-    if not waveform.any():
-        raise ApiError(422, "digital silence (every sample is 0): nothing to transcribe")
+    """A 422 for a clip with nothing audible in it (audio/silence.check_audible)."""
+    from glassformer.audio.silence import check_audible as check
+    from glassformer.errors import GlassformerError
+
+    try:
+        check(waveform)
+    except GlassformerError as error:
+        raise ApiError(422, str(error)) from None
 
 
 @router.post("/v1/transcribe")

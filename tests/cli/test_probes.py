@@ -67,6 +67,12 @@ def inputs(root: Path) -> Path:
     (folder / "binary.toml").write_bytes(bytes(range(256)))
     (folder / "latin1.json").write_bytes('{"a.wav": {"intent": "Grüße"}}'.encode("latin-1"))
     soundfile.write(folder / "silence.wav", np.zeros(16_000, np.float32), 16_000)
+    rng = np.random.default_rng(0)  # near-silence: 1-LSB dither (1 s, 10 min), float residue
+    for name, seconds in [("dither.wav", 1), ("dither-10min.wav", 600)]:
+        dither = rng.integers(-1, 2, 16_000 * seconds).astype(np.int16)
+        soundfile.write(folder / name, dither, 16_000, subtype="PCM_16")
+    residue = (1e-7 * rng.standard_normal(16_000)).astype(np.float32)
+    soundfile.write(folder / "residue.wav", residue, 16_000, subtype="FLOAT")
     soundfile.write(folder / "tone.wav", np.sin(np.arange(16_000) / 3.0) * 0.3, 16_000)
     (folder / "truncated.wav").write_bytes((folder / "tone.wav").read_bytes()[:30])
     config_files = {"garbage": bytes(range(256)) * 4, "latin1": '{"é": 1}'.encode("latin-1")}
@@ -197,7 +203,10 @@ ROWS = [
         + ["--hypotheses", "{out}/folder"],
         "folder: is a directory",
     ),
-    (["transcribe", "{speech}", "{in}/silence.wav"], "silence.wav"),
+    (["transcribe", "{speech}", "{in}/silence.wav"], "silence.wav: nothing audible (every sample"),
+    (["transcribe", "{speech}", "{in}/dither.wav"], "dither.wav: nothing audible (its loudest"),
+    (["transcribe", "{speech}", "{in}/dither-10min.wav"], "dither-10min.wav: nothing audible"),
+    (["transcribe", "{speech}", "{in}/residue.wav"], "residue.wav: nothing audible"),
     (["transcribe", "{speech}", "{in}/missing.wav"], "missing.wav: no such audio file"),
     (["transcribe", "{speech}", "{in}/text.wav"], "text.wav: not a readable audio file"),
     (["transcribe", "{speech}", "{in}/truncated.wav"], "truncated.wav"),

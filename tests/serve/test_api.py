@@ -101,14 +101,16 @@ def test_grammar_is_chosen_by_name_never_by_path(client: TestClient, checkpoints
 def bad_uploads() -> list:
     clip = wav_bytes(tone(1.0))
     minutes = wav_bytes(np.zeros(16_000 * 600, dtype=np.float32))
+    dither = np.random.default_rng(0).integers(-1, 2, 16_000).astype(np.float32) / 32768
     return [
         pytest.param(b"", WAV, 422, "empty", id="empty body"),
         pytest.param(b"just some text\n" * 20, WAV, 422, "not a readable", id="text as audio"),
         pytest.param(clip[: len(clip) // 2], WAV, 422, "truncated", id="truncated WAV"),
         pytest.param(wav_bytes(np.zeros(0, np.float32)), WAV, 422, "no samples", id="0 samples"),
         pytest.param(
-            wav_bytes(np.zeros(16_000, np.float32)), WAV, 422, "digital silence", id="zeros"
+            wav_bytes(np.zeros(16_000, np.float32)), WAV, 422, "every sample is 0", id="zeros"
         ),
+        pytest.param(wav_bytes(dither), WAV, 422, "nothing audible (its loudest", id="dither"),
         pytest.param(minutes, WAV, 413, "600.0 s", id="10 minutes of silence"),
         pytest.param(clip, {"content-type": "text/plain"}, 415, "text/plain", id="text/plain"),
         pytest.param(

@@ -13,8 +13,7 @@ import torch
 
 from glassformer.audio.features import compute_features
 from glassformer.audio.io import SAMPLE_RATE
-from glassformer.audio.silence import loudest_window, trim_silence
-from glassformer.errors import GlassformerError
+from glassformer.audio.silence import check_audible, loudest_window, trim_silence
 from glassformer.tasks.speech.model import SpeechModel
 
 # the fastest speech is about 5 words a second, at most about 1.5 tokens a word
@@ -28,8 +27,7 @@ def clip_audio(speech: SpeechModel, waveform: np.ndarray) -> np.ndarray:
     Leading and trailing silence is trimmed; a clip still longer than the model takes (a
     long noisy recording) keeps its loudest stretch of that length, where the command is.
     """
-    if not waveform.any():
-        raise GlassformerError("digital silence (every sample is 0): nothing to transcribe")
+    check_audible(waveform)  # near-silence is no command, whatever the model would write
     waveform = trim_silence(waveform)
     longest = speech.model.max_frames / speech.features.frames_per_second  # seconds
     return loudest_window(waveform, longest) if len(waveform) > longest * SAMPLE_RATE else waveform
