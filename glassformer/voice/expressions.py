@@ -14,20 +14,34 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
+
+import regex
 
 from glassformer.errors import GlassformerError
 from glassformer.voice.grammar_syntax import check_expression, shown
 
-WORD = re.compile(r"(?:[^\W\d_]|')+")  # letters, apostrophes: tasks/speech's GRAMMAR_TEXT
+LETTERS = r"\p{L}\p{M}"  # letters with their combining marks ("i̇stanbul": i, then a dot)
+WORD = regex.compile(rf"[{LETTERS}']+")  # a word of a grammar: letters and apostrophes
 ACCEPT = -1  # the automaton's state after a whole sentence
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # ’ and ʼ read as '
+NOT_WORD = regex.compile(r"[^\w\s']")  # \w of the regex module: letters, marks, digits, _
 
 
 def normalize(text: str) -> str:
-    """Lower case, apostrophes kept, other punctuation dropped, single spaces."""
-    text = re.sub(r"[^\w\s']", " ", text.lower())
-    return " ".join(text.split())
+    """Lower case, apostrophes kept (’ read as '), other punctuation dropped, single spaces.
+
+    Composed (NFC) first, so that "é" written as e + an accent is the one "é"; combining marks
+    stay part of their word ("İstanbul" lowers to "i̇stanbul", never "i stanbul"); invisible
+    format characters (a zero-width joiner, a soft hyphen) are dropped, never a word break.
+
+    Example: "Turn ON the T.V.!" -> "turn on the t v"; "İstanbul" -> "i̇stanbul"
+    """
+    text = unicodedata.normalize("NFC", text).lower().translate(APOSTROPHES)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(NOT_WORD.sub(" ", text).split())
 
 
 @dataclass(frozen=True)
@@ -50,19 +64,13 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
     check_expression(expression, where)
     elements: list[Element] = []
     for token in TOKEN_PATTERN.findall(expression):
-        if token.startswith("["):
-            options = [normalize(o).split() for o in token[1:-1].split(",")]
+        if token.startswith("["):  # each choice words or slots: "[$size:size, large]"
+            options = [items_of(o, slot_types, expression, where) for o in token[1:-1].split(",")]
             if any(not o for o in options):
                 raise GlassformerError(f"{where}: empty alternative in {shown(token)}")
             elements.append(tuple(tuple(o) for o in options))
         elif token.startswith("("):
-            items: list[str | Slot] = []  # words, or a slot: "(please)", "($period:period)"
-            for part in token[1:-1].split():
-                items += (
-                    [slot(part, slot_types, expression, where)]
-                    if part.startswith("$")
-                    else normalize(part).split()
-                )
+            items = items_of(token[1:-1], slot_types, expression, where)  # "($period:period)"
             if not items:
                 raise GlassformerError(
                     f"{where}: empty optional {shown(token)} in {shown(expression)}"
@@ -81,7 +89,38 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
         for item in alternative:
             if isinstance(item, str):
                 check_words(item, f"the word {shown(item)} in {shown(expression)}", where)
+    check_slot_names(elements, expression, where)
     return elements
+
+
+def items_of(text: str, slot_types: set[str], expression: str, where: str) -> list[str | Slot]:
+    """The words and slots of one choice or optional group, in order."""
+    items: list[str | Slot] = []
+    for part in text.split():
+        if part.startswith("$"):
+            items.append(slot(part, slot_types, expression, where))
+        else:
+            items += normalize(part).split()
+    return items
+
+
+def check_slot_names(elements: list[Element], expression: str, where: str) -> None:
+    """Raise if one sentence of the expression could fill a slot name twice ("$w:a $w:a"):
+    its value would be reported once, the other lost. Alternatives of one choice may share a
+    name (only one of them is said)."""
+    taken: set[str] = set()
+    for element in elements:
+        names: set[str] = set()
+        for alternative in element:
+            mine = [item.name for item in alternative if isinstance(item, Slot)]
+            twice = {name for name in mine if mine.count(name) > 1} | (taken & set(mine))
+            if twice:
+                raise GlassformerError(
+                    f"{where}: the slot name {shown(min(twice))} appears twice in "
+                    f"{shown(expression)} (each slot of a sentence needs its own name)"
+                )
+            names.update(mine)
+        taken |= names
 
 
 def check_words(phrase: str, what: str, where: str) -> None:

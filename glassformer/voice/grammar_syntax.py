@@ -10,7 +10,8 @@ list of phrases). Everything a user can get wrong is one GlassformerError naming
     an intent's or a slot type's entries written as a mapping or a single string, not a list
     an expression or phrase that is not text (a YAML date or null: quote it)
     an expression that is a bare YAML number or boolean (`- 12`, `- yes`: quote it)
-    an unbalanced or nested "(" or "[", a "$" that is not "$type:name"
+    a key written twice in one mapping (YAML keeps the last silently): refused with its lines
+    an unbalanced or nested "(" or "[", a "$" that is not "$type:name" ("$w:w:extra")
 
 Messages show values through `shown`, which cuts them short: a value is never written out
 whole into an error.
@@ -70,6 +71,24 @@ def load_yaml_strings(text: str) -> object:
                     event.start_mark,
                 )
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+            lines: dict[object, int] = {}  # a key -> the line it first appears on
+            for key_node, _ in node.value:
+                key, line = self.construct_object(key_node, deep=deep), key_node.start_mark.line
+                try:
+                    first = lines.setdefault(key, line)
+                except TypeError:  # an unhashable key: the constructor refuses it itself
+                    continue
+                if first != line:  # YAML would keep the last and drop the rest, silently
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"the key {shown(str(key))} appears twice, on lines {first + 1} and "
+                        f"{line + 1}: write its entries under one key",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep)
 
     renamed = {"bool": "!unquoted-boolean", "int": "!unquoted-number", "float": "!unquoted-number"}
     WordsLoader.yaml_implicit_resolvers = {
@@ -173,7 +192,9 @@ def check_expression(expression: str, where: str) -> None:
     if opened:
         raise GlassformerError(f"{where}: unbalanced {opened!r} in {shown(expression)}")
     for dollar in re.finditer(r"\$", expression):
-        if not SLOT.match(expression, dollar.end()):
+        reference = SLOT.match(expression, dollar.end())
+        after = expression[reference.end() : reference.end() + 1] if reference else ""
+        if not reference or not (after == "" or after.isspace() or after in ",)]"):
             word = expression[dollar.start() :].split()[0]
             raise GlassformerError(
                 f"{where}: {shown(word)} in {shown(expression)} is not a slot ($type:name)"

@@ -15,15 +15,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import regex
 import torch
 
 from glassformer.decoding.constraints import TextConstraint
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel, VocabularyReading
 from glassformer.tokenizer.base import Tokenizer
+from glassformer.voice.expressions import LETTERS
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
-WORD_CASE = re.compile(r" [A-Z][a-z']*|[A-Z][a-z']+")  # " One", "One": a capital first letter
-GRAMMAR_TEXT = re.compile(r"(?:[^\W\d_]|[' ])+")  # letters, apostrophes, spaces: normalized text
+WORD_CASE = regex.compile(r" \p{Lu}[\p{Ll}\p{M}']*|\p{Lu}[\p{Ll}\p{M}']+")  # " One", "Öl": a
+# capital first letter, in any script that has capitals
+GRAMMAR_TEXT = regex.compile(rf"[{LETTERS}' ]+")  # letters, apostrophes, spaces: normalized text
 
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
