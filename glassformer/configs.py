@@ -9,6 +9,7 @@ that is silently ignored is the classic configuration bug.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -23,6 +24,21 @@ def require_positive(config: object, *names: str) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ConfigError(f"{name}={value!r} must be a positive integer")
+
+
+def require_finite(config: object) -> None:
+    """Raise ConfigError (a ValueError) naming the first float field that is inf or nan.
+
+    Called first in every config's __post_init__: TOML (`lr = nan`), JSON and the flags
+    (`--dropout inf`) all spell both, and no rate, size or time here means anything by them;
+    a check like `value <= 0` lets nan through, since every comparison with nan is false.
+    """
+    for f in dataclasses.fields(config):
+        if f.type not in ("float", float):
+            continue
+        value = getattr(config, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{f.name}={value!r} must be a finite number")
 
 
 MAX_SEED = 2**32 - 1  # the largest seed every generator here takes: torch's take 64 bits,
@@ -114,7 +130,9 @@ def check_field_types(cls: type, data: Mapping[str, Any]) -> None:
     A TOML file or config.json can hold a list where a number belongs; a message naming the
     field beats whatever error the first arithmetic on it would raise. An int is a valid
     float (TOML and JSON write 1.0 as 1 when asked); a bool is never a number; None is valid
-    only for a field annotated `X | None`.
+    only for a field annotated `X | None`. No float field takes inf or nan (TOML, JSON and the
+    flags all accept them): every one of them is a rate, a size or a time for which neither
+    means anything.
 
     Example: (TrainConfig, {"lr": [1, 2]}) -> "lr=[1, 2] must be a number (TrainConfig)"
     """
@@ -128,6 +146,8 @@ def check_field_types(cls: type, data: Mapping[str, Any]) -> None:
         allowed = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}[kind]
         if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
             raise ConfigError(f"{f.name}={value!r} must be {TYPE_NAMES[kind]} ({cls.__name__})")
+        if kind == "float" and not math.isfinite(value):  # TOML and flags both spell inf, nan
+            raise ConfigError(f"{f.name}={value!r} must be a finite number ({cls.__name__})")
 
 
 def field_kind(f: dataclasses.Field) -> tuple[str, bool]:
@@ -241,28 +261,65 @@ def flag_overrides(args: Any, cls: type) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a run file's size limit: a real one is well under 4 KB
+
+
 def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Read a run file ([model], [train], ... tables); unknown tables are errors."""
+    """Read a run file ([model], [train], ... tables); unknown tables are errors.
+
+    Raises:
+        GlassformerError: one line naming the file: missing, not a regular file, over
+            MAX_CONFIG_BYTES, not UTF-8, not TOML (arrays nested past the parser's recursion
+            limit and integers of over 4,300 digits included), an unknown table, or a
+            section that is not a table (`[[train]]` is an array of tables).
+    """
     import tomllib
 
     from glassformer.errors import GlassformerError
+    from glassformer.textfiles import read_bytes
 
     sections = list(sections)
     if path is None:
         return {name: {} for name in sections}
+    data = read_bytes(path, "config", MAX_CONFIG_BYTES)
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except FileNotFoundError:
-        raise GlassformerError(f"{path}: no such config file") from None
-    except tomllib.TOMLDecodeError as error:
-        raise GlassformerError(f"{path}: not valid TOML ({error})") from None
+        document = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:  # a binary file: TOML is UTF-8 text
         raise GlassformerError(f"{path}: not a TOML file (not UTF-8: {error.reason})") from None
+    except RecursionError:
+        raise GlassformerError(f"{path}: not valid TOML (nested too deeply)") from None
+    except ValueError as error:  # tomllib.TOMLDecodeError, or int()'s 4,300-digit limit
+        raise GlassformerError(f"{path}: not valid TOML ({one_line(error)})") from None
     unknown = sorted(set(document) - set(sections))
     if unknown:
         raise GlassformerError(f"{path}: unknown table(s) {unknown}; expected {sections}")
+    for name in sections:
+        if not isinstance(document.get(name, {}), dict):
+            raise GlassformerError(f"{path}: [{name}] must be one table, not an array of tables")
     return {name: document.get(name, {}) for name in sections}
+
+
+def one_line(error: BaseException) -> str:
+    """An error's first line, or its class name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def read_saved_run(path: Any) -> dict[str, dict[str, Any]]:
+    """The [model] ("config"), [train] and [data] tables of a run's last/config.json, for
+    --resume; a file that is not one is a one-line error naming it."""
+    from glassformer.errors import GlassformerError
+    from glassformer.textfiles import read_json
+
+    saved = read_json(path, "checkpoint config")
+    tables = {"model": "config", "train": "train", "data": "data"}
+    if not isinstance(saved, dict) or not all(
+        isinstance(saved.get(key), dict) for key in tables.values()
+    ):
+        raise GlassformerError(
+            f"{path}: not a training checkpoint's config (needs config, train, data objects)"
+        )
+    return {table: saved[key] for table, key in tables.items()}
 
 
 def run_settings(
@@ -283,7 +340,6 @@ def run_settings(
     maps each table to its config class, so that an unknown key in the TOML file is an error
     naming the file.
     """
-    import json
     from pathlib import Path
 
     from glassformer.errors import GlassformerError
@@ -304,8 +360,8 @@ def run_settings(
         saved_path = Path(out) / "last" / "config.json"
         if not saved_path.is_file():
             raise GlassformerError(f"{saved_path.parent}: no checkpoint to resume from")
-        saved = json.loads(saved_path.read_text())
-        model = {k: v for k, v in saved["config"].items() if k not in derived}
+        saved = read_saved_run(saved_path)
+        model = {k: v for k, v in saved["model"].items() if k not in derived}
         bases = {"model": model, "train": saved["train"], "data": saved["data"]}
     else:
         bases = dict(zip(tables, preset.tables(), strict=True))

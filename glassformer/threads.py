@@ -99,7 +99,10 @@ class ThreadGovernor:
     CPU the other processes took (all busy time on the machine minus this process's own) and
     sets torch.set_num_threads(): down at once when others need cores (spinning threads that
     share a core are the slow case), back up only after `patience` quiet periods in a row.
-    Where /proc/stat is missing (not Linux) it does nothing.
+    Where /proc/stat is missing (not Linux) it does nothing. A resumed run calls start_at()
+    with the thread count its checkpoint was taken with, so the steps after it run as they
+    did before the interruption (a sum split over another number of threads rounds
+    differently, so the losses would differ in their last bits).
     """
 
     def __init__(
@@ -147,6 +150,13 @@ class ThreadGovernor:
         else:
             self.quiet_periods = 0
         return self.threads
+
+    def start_at(self, threads: int) -> None:
+        """Run with `threads` (within 1 and the most) from now on, as a resumed run did when
+        its checkpoint was taken; later periods re-decide as usual."""
+        wanted = max(1, min(threads, self.most))
+        if wanted != self.threads:
+            self._set(wanted)
 
     def restore(self) -> None:
         """Back to the thread count the governor started with."""

@@ -25,15 +25,15 @@ import soundfile
 MEMORY = 1 << 30  # bytes of address space a probe may take: each asked for tens of GB
 TIMEOUT = 30  # seconds; each probe answers in about one
 RUN_CLI = "from glassformer.cli import main; sys.exit(main(sys.argv[1:]))"
-LIMIT = f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({MEMORY}, {MEMORY}))"
+LIMIT = "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0}))"
 GRAMMAR = "context:\n  expressions:\n    go:\n      - {}\n  slots:\n    id: {}\n"
 
 
-def run_limited(code: str, *args: str) -> subprocess.CompletedProcess:
-    """`python -c code args` with at most MEMORY bytes of address space, one thread each."""
+def run_limited(code: str, *args: str, memory: int = MEMORY) -> subprocess.CompletedProcess:
+    """`python -c code args` with at most `memory` bytes of address space, one thread each."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-c", f"{LIMIT}; {code}", *args],
+        [sys.executable, "-c", f"{LIMIT.format(memory)}; {code}", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -208,3 +208,75 @@ def test_evaluate_refuses_dev_null_for_its_hypotheses_before_translating(
         "file; refusing to replace it"
     )
     assert is_char_device(Path("/dev/null"))
+
+
+# --- issue 26: readers that trusted what they were given ---------------------------------------
+
+
+def test_a_tokenizer_of_kilobyte_merges_is_bounded_in_all(tmp_path: Path) -> None:
+    """20 MB of merges that each make a 1 KB token asked for 2.6 GB; MAX_VOCAB_BYTES stops it."""
+    merges = [[97, 97]] + [[256 + i, 256 + i] for i in range(9)]  # a 1 KB token ...
+    merges += [[264, 264]] * 1_700_000  # ... and 1.7 million more of them
+    document = {"format": "glassformer.tokenizer", "format_version": 1, "type": "bpe"}
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps(document | {"pattern": "gpt2", "merges": merges}))
+    assert 19e6 < path.stat().st_size < 25e6
+    done = run_limited(RUN_CLI, "tokenizer", "encode", str(path), "aaaa")
+    assert_one_line_error(done, str(path), "MAX_VOCAB_BYTES")
+
+
+def test_a_ten_megabyte_special_token_is_refused_at_load(tmp_path: Path) -> None:
+    document = {"format": "glassformer.tokenizer", "format_version": 1, "type": "bpe"}
+    document |= {"pattern": "gpt2", "merges": [], "special_tokens": ["<" + "s" * 10**7 + ">"]}
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps(document))
+    done = run_limited(RUN_CLI, "tokenizer", "encode", "--allow-special", str(path), "s" * 1000)
+    assert_one_line_error(done, str(path), "MAX_SPECIAL_TOKEN_CHARS=256")
+
+
+def test_endless_and_silent_inputs_are_refused_unread(corpus: Path, tmp_path: Path) -> None:
+    """/dev/zero never ends (read whole, it took all memory); a FIFO nobody writes never
+    starts (read, it hung): both are one line, in bounded time and memory."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cases = [
+        (["tokenizer", "encode", "/dev/zero", "hi"], "/dev/zero: is a character device"),
+        (["tokenizer", "decode", str(fifo), "1"], f"{fifo}: is a FIFO"),
+        (["ladder", "--corpus", "/dev/urandom", "--out", str(tmp_path / "l")], "character device"),
+        (
+            [
+                "tokenizer",
+                "train",
+                "/dev/zero",
+                "--vocab-size",
+                "300",
+                "--out",
+                str(tmp_path / "t"),
+            ],
+            "/dev/zero: is a character device",
+        ),
+    ]
+    for argv, expected in cases:
+        assert_one_line_error(run_limited(RUN_CLI, *argv), expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_a_config_edited_to_a_billion_parameters_allocates_nothing(tmp_path: Path) -> None:
+    """config.json said 1.2B parameters; the model was built (5 GB) before the weights were
+    checked. Now the safetensors header's shapes are checked first, against a model on the
+    meta device. The child may take 3 GB: enough for torch, far from the 5 GB."""
+    from glassformer.models.configs import GPTConfig
+    from glassformer.models.gpt import GPT
+    from glassformer.train.checkpoint import save_checkpoint
+
+    directory = save_checkpoint(GPT(GPTConfig.tiny()), tmp_path / "ckpt")
+    header = json.loads((directory / "config.json").read_text())
+    huge = {"d_model": 2048, "n_heads": 16, "n_layers": 24, "d_ff": 8192, "max_len": 1024}
+    header["config"] |= huge
+    (directory / "config.json").write_text(json.dumps(header))
+    done = run_limited(RUN_CLI, "info", str(directory), memory=3 << 30)
+    assert_one_line_error(done, "model.safetensors: missing tensors decoder.blocks.")
+    header["config"] |= {"n_layers": GPTConfig.tiny().n_layers}  # the same names, wider
+    (directory / "config.json").write_text(json.dumps(header))
+    done = run_limited(RUN_CLI, "info", str(directory), memory=3 << 30)
+    assert_one_line_error(done, "model.safetensors: tensor", "config.json implies (")

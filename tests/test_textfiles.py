@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from glassformer.errors import GlassformerError
-from glassformer.textfiles import read_text_blocks, require_files, split_at_safe_boundaries
+from glassformer.textfiles import (
+    parse_json,
+    read_json,
+    read_text_blocks,
+    read_utf8,
+    require_files,
+    split_at_safe_boundaries,
+)
 from tests.helpers import MULTILINGUAL
 
 
@@ -69,3 +78,59 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         require_files([tmp_path])
     (tmp_path / "a.txt").write_text("a")
     assert require_files([str(tmp_path / "a.txt")]) == [tmp_path / "a.txt"]
+
+
+# --- only regular files, within their kind's size limit (issue 26) --------------------------
+
+
+def test_a_fifo_or_a_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # nobody writes: a reader would wait forever
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (Path("/dev/zero"), "a character device")):
+        for read in (
+            lambda p: read_utf8(p, "grammar"),
+            lambda p: read_json(p, "labels"),
+            lambda p: list(read_text_blocks(p)),
+            require_files_of_one,
+        ):
+            with pytest.raises(GlassformerError, match=f"^{re.escape(f'{path}: is {kind}')}, not"):
+                read(path)
+
+
+def require_files_of_one(path: Path) -> None:
+    require_files([path])
+
+
+def test_a_file_over_its_kinds_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    with path.open("wb") as handle:
+        handle.truncate(1 << 40)  # sparse: a terabyte that takes no disk
+    with pytest.raises(GlassformerError, match=r"big.json: 1,099,511,627,776 bytes, more than"):
+        read_utf8(path, "tokenizer", limit=1 << 20)
+    path.write_text("12345")
+    assert read_utf8(path, "tokenizer", limit=5) == "12345"
+    with pytest.raises(GlassformerError, match="more than a tokenizer file may hold"):
+        read_utf8(path, "tokenizer", limit=4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 5000 + "]" * 5000, "not valid JSON (nested too deeply)"),
+        ('{"a": ' * 5000 + "1" + "}" * 5000, "not valid JSON (nested too deeply)"),
+        ("9" * 5000, "not valid JSON (Exceeds the limit"),
+        ("{", "not valid JSON (Expecting property name"),
+    ],
+    ids=["arrays", "objects", "digits", "cut"],
+)
+def test_json_that_python_cannot_take_is_one_error(text: str, expected: str) -> None:
+    with pytest.raises(GlassformerError) as caught:
+        parse_json(text, "x.json")
+    assert str(caught.value).startswith(f"x.json: {expected}"), caught.value
+
+
+def test_json_that_is_not_utf8_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"é": 1}'.encode("latin-1"))
+    with pytest.raises(GlassformerError, match=r"latin1.json: not valid JSON \(not UTF-8 text"):
+        read_json(path, "labels")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from glassformer.audio.io import SAMPLE_RATE  # noqa: F401 - streams are 16 kHz, as files become
-from glassformer.configs import require_positive, require_positive_number
+from glassformer.configs import require_finite, require_positive, require_positive_number
 from glassformer.errors import ConfigError
 
 DETECTORS = ("energy", "silero")  # speech frames by energy over the floor, or Silero VAD
@@ -67,6 +67,7 @@ class EndpointConfig:
     speech_probability: float = 0.5  # silero: a frame is speech at this probability or more
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "frame_ms", "start_ms", "end_ms", "tail_ms", "complete_tail_ms")
         require_positive_number(self, "margin_db", "floor_seconds", "cut_after_seconds")
         if self.min_level_db >= 0:

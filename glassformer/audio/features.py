@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from glassformer.audio.io import MIN_WINDOW_STEP, SAMPLE_RATE  # one definition each, audio/io.py
 from glassformer.audio.mel import dct_matrix, mel_filterbank
-from glassformer.configs import require_choice, require_positive
+from glassformer.configs import require_choice, require_finite, require_positive
 from glassformer.errors import ConfigError
 
 N_FFT = 400  # samples per frame: 25 ms at 16 kHz
@@ -75,6 +75,7 @@ class FeatureConfig:
     # most window_seconds (Whisper: 10; measured as accurate as 30, see docs/benchmarks.md)
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_choice(self, "kind", ["logmel", "mfcc", "whisper"])
         require_choice(self, "mel_scale", ["htk", "slaney"])
         require_choice(self, "mel_norm", ["none", "slaney"])

@@ -22,6 +22,7 @@ from glassformer.cli.voice import add_voice_commands
 from glassformer.errors import GlassformerError
 
 EXIT_USER_ERROR = 2
+OUTPUT_FLAGS = ("out", "hypotheses")  # every flag that names a file or folder to write
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -167,6 +168,14 @@ def out_of_memory_message(error: BaseException) -> str:
     return f"out of memory{said}: choose smaller sizes (batch, model, sequence length)"
 
 
+def refuse_empty_outputs(args: argparse.Namespace) -> None:
+    """An empty --out is refused before any command runs: Path("") is the current directory,
+    so the command would write there (files.output_path refuses it in the library too)."""
+    for name in OUTPUT_FLAGS:
+        if getattr(args, name, None) == "":
+            raise GlassformerError(f"--{name} '': an empty path names no file; give one")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status.
 
@@ -181,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     assign_late_positionals(leaf_parser(parser, args), args, extra)
     try:
+        refuse_empty_outputs(args)
         args.handler(args)
     except BrokenPipeError:  # the reader went away (`glassformer ... | head`): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

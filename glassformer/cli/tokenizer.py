@@ -27,12 +27,13 @@ def check_train_flags(args: argparse.Namespace) -> None:
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     import warnings
 
-    from glassformer.files import check_output_file
+    from glassformer.files import check_output_file, check_output_files
+    from glassformer.tokenizer.bpe import vocabulary_view_path
     from glassformer.tokenizer.training import train_bpe_from_files
 
     check_train_flags(args)
-    for target in (Path(args.out), Path(args.out).with_suffix(".vocab")):
-        check_output_file(target)  # before training: /dev/full is refused now, not after
+    check_output_file(args.out)  # before training: /dev/full is refused now, not after
+    check_output_files([Path(args.out), vocabulary_view_path(Path(args.out))])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = train_bpe_from_files(
@@ -44,7 +45,7 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     merges, specials = len(tokenizer.merges), len(tokenizer.special_tokens)
     print(
         f"wrote {args.out} ({tokenizer.vocab_size} ids: 256 bytes + {merges} merges + "
-        f"{specials} special) and {Path(args.out).with_suffix('.vocab')}"
+        f"{specials} special) and {vocabulary_view_path(Path(args.out))}"
     )
 
 

@@ -141,10 +141,14 @@ def resolve_settings(
     run: TaskRun, args: argparse.Namespace, preset: Preset | None = None
 ) -> tuple[dict[str, Any], Any, Any]:
     """(model fields, TrainConfig, data config): `preset` (default: --preset's), then --config,
-    then flags, or the saved run with --resume (configs.resolve_run); all validated."""
+    then flags, or the saved run with --resume (configs.resolve_run); all validated, and
+    everything the run will write under --out checked (train/outputs.py), before any data
+    is read."""
     from glassformer.configs import resolve_run
     from glassformer.train.config import TrainConfig
+    from glassformer.train.outputs import check_run_directory
 
+    check_run_directory(args.out)  # the string: --out '' is refused, not read as "."
     return resolve_run(
         preset or run.presets[args.preset],
         (run.model, TrainConfig, run.data),

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from glassformer.configs import require_fraction, require_positive
+from glassformer.configs import require_finite, require_fraction, require_positive
 from glassformer.explain.ladder_rungs import (
     MASK_CERTAINTY,
     MASK_MIN_COUNT,
@@ -73,6 +73,7 @@ class LadderConfig:
     n_layers: int = 3  # blocks of the multi-layer Transformer (the attention rung has 1)
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "n_sentences", "steps", "batch_size", "d_model", "n_heads")
         require_positive(self, "n_layers")
         if self.lr <= 0:

@@ -29,11 +29,16 @@ def pyplot() -> Any:
 
 
 def save(figure: Any, path: Path) -> Path:
-    """Write the figure as a PNG and close it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the figure as a PNG (atomically, never over a device: glassformer/files.py) and
+    close it."""
+    from glassformer.files import atomic_file
+
     figure.tight_layout()
-    figure.savefig(path)
-    pyplot().close(figure)
+    try:
+        with atomic_file(path, ".png") as tmp:
+            figure.savefig(tmp)
+    finally:
+        pyplot().close(figure)
     return path
 
 

@@ -17,6 +17,7 @@ from glassformer.configs import (
     require_at_most,
     require_choice,
     require_divisible,
+    require_finite,
     require_fraction,
     require_positive,
 )
@@ -71,6 +72,7 @@ class GPTConfig:
     bias: bool = True  # biases in every Linear and LayerNorm (GPT-2); False: none (nanoGPT's)
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
         require_sizes_within_limits(
             self,
@@ -140,6 +142,7 @@ class Seq2SeqConfig:
     use_sdpa: bool = True  # attention through torch's fused kernel; False = explicit math
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "tgt_vocab_size", "max_src_len", "max_tgt_len", "d_model")
         require_positive(self, "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff")
         require_divisible(self, "d_model", "n_heads")

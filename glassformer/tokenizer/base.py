@@ -97,16 +97,22 @@ class Tokenizer(ABC):
 
         Each file is written atomically: a crash leaves the old file or the new, never half.
         Every target is checked before any is written, so a refused one (a device, a
-        folder) leaves no partial set behind.
+        folder, a path that is also the .vocab view's) leaves no partial set behind.
 
         Raises:
-            GlassformerError: a target that exists and is not a regular file, or cannot be
-                written.
+            GlassformerError: an empty path, a target that exists and is not a regular file
+                or cannot be written, or two targets that are one file.
         """
-        from glassformer.files import check_output_file, write_text_atomically
+        from glassformer.files import (
+            check_output_file,
+            check_output_files,
+            output_path,
+            write_text_atomically,
+        )
 
-        files = self.files(Path(path))
-        for target in files:
-            check_output_file(target)
+        path = output_path(path)
+        check_output_file(path)  # first: a folder given as `path` has no .vocab name
+        files = self.files(path)
+        check_output_files(files)
         for target, text in files.items():
             write_text_atomically(target, text)

@@ -2,9 +2,11 @@
 
 The base vocabulary is the 256 byte values, so any text encodes: misspellings, new words,
 emoji, Chinese. Merge i (a pair of existing ids) creates id 256 + i; special tokens come
-after the last merge. No token is longer than MAX_TOKEN_BYTES: a merge list is a compact
-description (each merge can double a token), so a small file could otherwise describe a
-vocabulary larger than any memory; the trainer never learns a merge past the bound.
+after the last merge. No token is longer than MAX_TOKEN_BYTES, and all tokens together hold
+at most MAX_VOCAB_BYTES: a merge list is a compact description (each merge can double a
+token, and a few bytes of JSON can name a 1 KB token), so a small file could otherwise
+describe a vocabulary larger than any memory. Both are checked before the bytes are made,
+and the trainers never learn a merge past either bound.
 
 Encoding a chunk replays the training: repeatedly merge the adjacent pair with the lowest
 rank (the earliest-learned merge), every non-overlapping occurrence left to right, until no
@@ -35,6 +37,7 @@ from glassformer.tokenizer.pretokenize import (
 
 N_BYTES = 256  # ids 0-255 are the raw bytes
 MAX_TOKEN_BYTES = 1024  # bytes; the longest token a merge may make (GPT-2's longest is 128)
+MAX_VOCAB_BYTES = 64 << 20  # bytes of all tokens together; GPT-2's 50,257 hold about 0.4 MB
 CACHE_LIMIT = 1 << 18  # chunks kept in the encode cache before it is cleared
 NO_MERGE = 1 << 62  # the rank of a pair that is not a learned merge: above every real rank
 
@@ -80,6 +83,8 @@ class BPETokenizer(Tokenizer):
         self.split = chunker(pattern)
         self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
         self.vocab = [bytes([i]) for i in range(N_BYTES)]
+        specials = check_special_tokens(special_tokens)
+        total = N_BYTES + sum(len(s.encode("utf-8", "surrogatepass")) for s in specials)
         for rank, (a, b) in enumerate(self.merges):
             if not (0 <= a < N_BYTES + rank and 0 <= b < N_BYTES + rank):
                 raise ValueError(f"merge {rank} ({a}, {b}) uses an id not yet defined")
@@ -89,11 +94,15 @@ class BPETokenizer(Tokenizer):
                     f"merge {rank} ({a}, {b}) makes a token of {size} bytes, more than "
                     f"MAX_TOKEN_BYTES={MAX_TOKEN_BYTES}"
                 )
+            total += size
+            if total > MAX_VOCAB_BYTES:  # 1 KB tokens from 14-byte merges: 20 MB -> 2.6 GB
+                raise ValueError(
+                    f"merge {rank} brings the tokens to more than MAX_VOCAB_BYTES="
+                    f"{MAX_VOCAB_BYTES:,} bytes in all"
+                )
             self.vocab.append(self.vocab[a] + self.vocab[b])
         first_special = N_BYTES + len(self.merges)
-        self.special_tokens = {
-            s: first_special + i for i, s in enumerate(check_special_tokens(special_tokens))
-        }
+        self.special_tokens = {s: first_special + i for i, s in enumerate(specials)}
         self.special_bytes = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
         self.cache: dict[str, list[int]] = {}
 
@@ -185,7 +194,13 @@ class BPETokenizer(Tokenizer):
         }
 
     def files(self, path: Path) -> dict[Path, str]:
-        return {**super().files(path), path.with_suffix(".vocab"): vocabulary_view(self)}
+        return {**super().files(path), vocabulary_view_path(path): vocabulary_view(self)}
+
+
+def vocabulary_view_path(path: Path) -> Path:
+    """Where `save` writes the .vocab view of a tokenizer saved at `path`: NAME.vocab beside
+    NAME.json (so `--out t.vocab` is refused: the view would overwrite the tokenizer)."""
+    return path.with_suffix(".vocab")
 
 
 def printable(token: bytes) -> str:

@@ -21,14 +21,13 @@ special tokens frame a text is the decoder's choice, not the tokenizer's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from glassformer.errors import GlassformerError
-from glassformer.textfiles import read_utf8
+from glassformer.textfiles import parse_json, read_utf8
 from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer
-from glassformer.tokenizer.io import bytes_to_unicode
+from glassformer.tokenizer.io import MAX_TOKENIZER_BYTES, bytes_to_unicode
 from glassformer.tokenizer.pretokenize import GPT2_PATTERN
 from glassformer.tokenizer.renumbered import RenumberedTokenizer, is_id
 
@@ -52,16 +51,11 @@ def tokenizer_from_hf_json(path: str | Path) -> RenumberedTokenizer:
             reader does not handle (see the module docstring).
     """
     path = Path(path)
-    text = read_utf8(path, "tokenizer.json")
+    document = parse_json(read_utf8(path, "tokenizer.json", MAX_TOKENIZER_BYTES), str(path))
     try:
-        document = json.loads(text)
         if not isinstance(document, dict):
             raise ValueError("not a JSON object")
         return tokenizer_from_hf_document(document)
-    except json.JSONDecodeError as error:
-        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
-    except RecursionError:
-        raise GlassformerError(f"{path}: not a tokenizer.json (nested too deeply)") from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise GlassformerError(f"{path}: not a supported tokenizer.json ({reason})") from None

@@ -26,29 +26,26 @@ from pathlib import Path
 from typing import Any
 
 from glassformer.errors import GlassformerError
-from glassformer.files import check_output_file, write_text_atomically
-from glassformer.textfiles import read_utf8
+from glassformer.files import check_output_files, output_path, write_text_atomically
+from glassformer.textfiles import parse_json, read_utf8
 from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
 from glassformer.tokenizer.bpe import BPETokenizer
 from glassformer.tokenizer.char import CharTokenizer
 from glassformer.tokenizer.renumbered import RenumberedTokenizer
+
+MAX_TOKENIZER_BYTES = 32 << 20  # a tokenizer file read whole; GPT-4's 100k merges: about 2 MB
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """Read a tokenizer JSON file of any kind (bpe, char, renumbered_bpe).
 
     Raises:
-        GlassformerError: one line naming the file: missing, unreadable, not UTF-8, not JSON,
-            or not a valid glassformer tokenizer (wrong structure or values).
+        GlassformerError: one line naming the file: missing, not a regular file, larger than
+            MAX_TOKENIZER_BYTES, not UTF-8, not JSON (or nested too deeply), or not a valid
+            glassformer tokenizer (wrong structure or values, tokens past the BPE bounds).
     """
     path = Path(path)
-    text = read_utf8(path, "tokenizer")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
-    except RecursionError:
-        raise GlassformerError(f"{path}: not a tokenizer file (JSON nested too deeply)") from None
+    document = parse_json(read_utf8(path, "tokenizer", MAX_TOKENIZER_BYTES), str(path))
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise GlassformerError(f"{path}: not a glassformer tokenizer file (no format={FORMAT!r})")
     version = document.get("format_version")
@@ -223,9 +220,8 @@ def export_tokenizer(tokenizer: Tokenizer, to: str, out: str | Path) -> list[Pat
     """
     if not isinstance(tokenizer, BPETokenizer):
         raise GlassformerError("only BPE tokenizers can be exported")
-    out = Path(out)
-    for target in (out, out.with_name(out.name + ".json")) if to == "tiktoken" else (out,):
-        check_output_file(target)
+    out = output_path(out)
+    check_output_files([out, out.with_name(out.name + ".json")] if to == "tiktoken" else [out])
     if to == "hf":
         write_text_atomically(out, json.dumps(to_hf_json(tokenizer), ensure_ascii=False) + "\n")
         return [out]

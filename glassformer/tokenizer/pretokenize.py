@@ -141,19 +141,35 @@ def bmp_fast_path(
     return split
 
 
+MAX_SPECIAL_TOKEN_CHARS = 256  # characters; Whisper's longest is 21 ("<|startoftranscript|>")
+MAX_SPECIAL_TOKENS = 4096  # Whisper has 1,611 (languages, tasks, 1,501 timestamps)
+
+
 def check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
-    """The special tokens as a list, after checking each is a distinct non-empty string.
+    """The special tokens as a list, after checking each is a distinct non-empty string of
+    at most MAX_SPECIAL_TOKEN_CHARS, and that there are at most MAX_SPECIAL_TOKENS.
+
+    Finding special tokens in text is one regex of all of them, so a megabyte-long one (or a
+    million of them) would make every encode crawl; both bounds are far above any real set.
 
     Raises:
-        ValueError: an empty token, a token given twice, or one that is not a string.
+        ValueError: an empty or over-long token, a token given twice, one that is not a
+            string, or too many tokens.
     """
     tokens = list(special_tokens) if not isinstance(special_tokens, str) else [special_tokens]
+    if len(tokens) > MAX_SPECIAL_TOKENS:
+        raise ConfigError(f"{len(tokens):,} special tokens, more than {MAX_SPECIAL_TOKENS:,}")
     seen: set[str] = set()
     for token in tokens:
         if not isinstance(token, str):
             raise ConfigError(f"special token {token!r} is not a string")
         if not token:
             raise ConfigError("special token '' is empty: a special token needs some text")
+        if len(token) > MAX_SPECIAL_TOKEN_CHARS:
+            raise ConfigError(
+                f"special token {token[:20]!r}... has {len(token):,} characters, more than "
+                f"MAX_SPECIAL_TOKEN_CHARS={MAX_SPECIAL_TOKEN_CHARS}"
+            )
         if token in seen:
             raise ConfigError(f"special token {token!r} is given twice")
         seen.add(token)

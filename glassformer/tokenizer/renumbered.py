@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from glassformer.errors import ConfigError
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.tokenizer.bpe import BPETokenizer
+from glassformer.tokenizer.bpe import MAX_TOKEN_BYTES, MAX_VOCAB_BYTES, BPETokenizer
 
 MAX_ID = (1 << 24) - 1  # the largest peer id accepted; real vocabularies stay under 300,000
 
@@ -33,8 +33,9 @@ class RenumberedTokenizer(Tokenizer):
 
     Raises:
         ValueError: `ids` of the wrong length or with repeats, an extra id that is also in
-            `ids`, or an id above MAX_ID (vocab_size is the largest id + 1, and a model built
-            for a vocabulary of 10**15 ids would not fit any memory).
+            `ids`, an id above MAX_ID (vocab_size is the largest id + 1, and a model built
+            for a vocabulary of 10**15 ids would not fit any memory), or extra tokens past
+            the BPE bounds (MAX_TOKEN_BYTES each, MAX_VOCAB_BYTES with bpe's in all).
 
     Example: ids = [188, 189, ...] maps our byte 0 to GPT-2's id 188 ("Ā").
     """
@@ -57,6 +58,7 @@ class RenumberedTokenizer(Tokenizer):
         largest = max([*self.ids, *extra_tokens])
         if largest > MAX_ID:
             raise ConfigError(f"token id {largest} is above the largest allowed, {MAX_ID}")
+        check_extra_tokens(bpe, extra_tokens)
         self.extra_tokens = extra_tokens
         self.special_tokens = {text: self.ids[i] for text, i in bpe.special_tokens.items()}
         self.pieces = {peer: bpe.token_bytes(ours) for ours, peer in enumerate(self.ids)}
@@ -85,6 +87,22 @@ class RenumberedTokenizer(Tokenizer):
             "ids": self.ids,
             "extra_tokens": {str(i): piece.hex() for i, piece in self.extra_tokens.items()},
         }
+
+
+def check_extra_tokens(bpe: BPETokenizer, extra_tokens: Mapping[int, bytes]) -> None:
+    """Raise ConfigError unless the extra tokens keep to the bounds bpe's own tokens keep."""
+    total = sum(map(len, bpe.vocab)) + sum(map(len, bpe.special_bytes.values()))
+    for token, piece in extra_tokens.items():
+        if len(piece) > MAX_TOKEN_BYTES:
+            raise ConfigError(
+                f"token {token} has {len(piece):,} bytes, more than "
+                f"MAX_TOKEN_BYTES={MAX_TOKEN_BYTES}"
+            )
+        total += len(piece)
+    if total > MAX_VOCAB_BYTES:
+        raise ConfigError(
+            f"the tokens hold {total:,} bytes, more than MAX_VOCAB_BYTES={MAX_VOCAB_BYTES:,}"
+        )
 
 
 def is_id(token: object) -> bool:

@@ -7,7 +7,8 @@ Tie-breaking (both trainers, documented and tested): the pair with the highest c
 among equal counts, the smallest pair (first id, then second id) wins. So training is
 deterministic and independent of the order the text arrives in. A pair whose token would be
 longer than bpe.MAX_TOKEN_BYTES is never merged (a run of 5,000 dashes stops at 1,024-byte
-tokens), so every trained tokenizer can be loaded again.
+tokens), and training stops before the tokens together pass bpe.MAX_VOCAB_BYTES, so every
+trained tokenizer can be loaded again.
 
   train_merges_reference  recounts every pair after every merge. Slow, obviously right:
                           kept for teaching and as the oracle for the fast trainer.
@@ -27,10 +28,17 @@ from pathlib import Path
 
 from glassformer.errors import ConfigError
 from glassformer.textfiles import read_text_blocks, require_files
-from glassformer.tokenizer.bpe import MAX_TOKEN_BYTES, N_BYTES, BPETokenizer, merge_pair
+from glassformer.tokenizer.bpe import (
+    MAX_TOKEN_BYTES,
+    MAX_VOCAB_BYTES,
+    N_BYTES,
+    BPETokenizer,
+    merge_pair,
+)
 from glassformer.tokenizer.pretokenize import check_special_tokens, check_unicode, chunker
 
 Pair = tuple[int, int]
+BUDGET = MAX_VOCAB_BYTES - N_BYTES  # bytes the merged tokens may hold in all, by default
 
 
 def count_chunks(texts: Iterable[str], pattern: str = "gpt4") -> Counter[bytes]:
@@ -55,8 +63,11 @@ def pair_counts_of(words: list[list[int]], counts: list[int]) -> Counter[Pair]:
     return pairs
 
 
-def train_merges_reference(chunk_counts: Mapping[bytes, int], n_merges: int) -> list[Pair]:
-    """Recount all pairs, merge the most frequent, repeat (the readable trainer)."""
+def train_merges_reference(
+    chunk_counts: Mapping[bytes, int], n_merges: int, budget: int = BUDGET
+) -> list[Pair]:
+    """Recount all pairs, merge the most frequent, repeat (the readable trainer); stop
+    before the merged tokens hold more than `budget` bytes in all."""
     words = [list(chunk) for chunk in chunk_counts]
     counts = list(chunk_counts.values())
     lengths = [1] * N_BYTES  # bytes of each token so far
@@ -67,6 +78,9 @@ def train_merges_reference(chunk_counts: Mapping[bytes, int], n_merges: int) -> 
         if not allowed:
             break  # every chunk is a single token (or too long a one): nothing left to merge
         best = min(allowed, key=lambda pair: (-pairs[pair], pair))  # most frequent, then smallest
+        budget -= lengths[best[0]] + lengths[best[1]]
+        if budget < 0:
+            break  # the vocabulary is full (bpe.MAX_VOCAB_BYTES)
         new_id = N_BYTES + len(merges)
         words = [merge_pair(word, *best, new_id) for word in words]
         merges.append(best)
@@ -75,7 +89,7 @@ def train_merges_reference(chunk_counts: Mapping[bytes, int], n_merges: int) -> 
 
 
 def train_merges(
-    chunk_counts: Mapping[bytes, int], n_merges: int, progress: bool = False
+    chunk_counts: Mapping[bytes, int], n_merges: int, progress: bool = False, budget: int = BUDGET
 ) -> list[Pair]:
     """The same merges as train_merges_reference, with incremental pair counts.
 
@@ -108,6 +122,9 @@ def train_merges(
             continue
         if lengths[pair[0]] + lengths[pair[1]] > MAX_TOKEN_BYTES:
             continue  # never merged; never pushed again either (only pairs with new ids are)
+        budget -= lengths[pair[0]] + lengths[pair[1]]
+        if budget < 0:
+            break  # the vocabulary is full, as in the reference
         new_id = N_BYTES + len(merges)
         merges.append(pair)
         lengths.append(lengths[pair[0]] + lengths[pair[1]])
@@ -161,7 +178,8 @@ def train_bpe_tokenizer(
     if not chunk_counts:
         raise ConfigError("the training text is empty: no chunks to learn merges from")
     n_merges = vocab_size - minimum
-    merges = train_merges(chunk_counts, n_merges, progress)
+    budget = BUDGET - sum(len(token.encode("utf-8")) for token in special_tokens)
+    merges = train_merges(chunk_counts, n_merges, progress, budget)
     if len(merges) < n_merges:
         warnings.warn(
             f"only {len(merges)} merges are possible on this text ({n_merges} requested): "

@@ -94,19 +94,19 @@ def split_by_sentence(
     )
 
 
+MAX_CORPUS_BYTES = 16 << 20  # a toy corpus read whole; the ladder's own is about 40 KB
+
+
 def read_corpus(path: str | Path) -> list[Sentence]:
     """One sentence per line, split on whitespace; blank lines are skipped.
 
     Raises:
-        GlassformerError: the file is missing, unreadable, or has fewer than two sentences.
+        GlassformerError: the file is missing, not a regular file, over MAX_CORPUS_BYTES, not
+            UTF-8, or has fewer than two sentences.
     """
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise GlassformerError(f"{path}: no such corpus file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GlassformerError(f"{path}: unreadable ({error})") from None
+    from glassformer.textfiles import read_utf8
+
+    lines = read_utf8(path, "corpus", MAX_CORPUS_BYTES).splitlines()  # a regular file only
     sentences = [words(line) for line in lines if line.strip()]
     if len(sentences) < 2:
         raise GlassformerError(f"{path}: {len(sentences)} sentences; need one per line, >= 2")

@@ -9,12 +9,20 @@ place, so a crash leaves either the old checkpoint or the new one, never half of
 
 Loading checks everything it can and fails with one line naming the file and the problem:
 missing file, unreadable JSON, unknown format version or model kind, invalid config, truncated
-weights, missing or unexpected tensors, wrong shapes.
+weights, missing or unexpected tensors, wrong shapes, NaN or infinite weights. The shapes come
+from the safetensors header and are compared with a model built on the meta device (no
+memory) before the real one is built, so a config.json edited to a billion parameters is
+refused without allocating them.
+
+Saving replaces an existing directory only if it holds nothing but a checkpoint's own files
+(train/outputs.CHECKPOINT_FILES, and those its config.json lists as its own under "files"):
+`import whisper --out DIR` given a folder of the user's is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +32,10 @@ from torch import nn
 
 from glassformer.configs import config_from_dict, config_to_dict
 from glassformer.errors import CheckpointError
-from glassformer.files import write_directory_atomically
+from glassformer.files import output_path, write_directory_atomically
 from glassformer.models.registry import MODELS, upgrade_header
+from glassformer.textfiles import read_json
+from glassformer.train.outputs import checkpoint_files
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
@@ -66,8 +76,12 @@ def save_checkpoint(
     Raises:
         CheckpointError: the directory could not be written (a full disk: safetensors raises
             its own error type, not OSError); a previous version of it is left as it was.
+        GlassformerError: `directory` is empty, not a directory, or holds files that are not
+            a checkpoint's (checked before anything is written).
     """
     from safetensors.torch import save_file
+
+    directory = output_path(directory)
 
     header = {"format_version": FORMAT_VERSION, "kind": model.kind}
     header["config"] = config_to_dict(model.config)
@@ -75,15 +89,16 @@ def save_checkpoint(
     tensors = {name: t.cpu() for name, t in unique_state_dict(model).items()}
 
     def write(tmp: Path) -> None:
-        (tmp / CONFIG_FILE).write_text(json.dumps(header, indent=2) + "\n")
         save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format_version": "1"})
         if write_extra is not None:
             write_extra(tmp)
+        header["files"] = sorted({CONFIG_FILE, *os.listdir(tmp)})  # its own, for a later save
+        (tmp / CONFIG_FILE).write_text(json.dumps(header, indent=2) + "\n")
 
     from safetensors import SafetensorError
 
     try:
-        write_directory_atomically(Path(directory), write)
+        write_directory_atomically(directory, write, checkpoint_files(directory))
     except (OSError, SafetensorError) as error:  # a full disk, a lost mount: the old one stays
         reason = getattr(error, "strerror", None) or one_line(str(error))
         kept = "the previous version is kept" if Path(directory).is_dir() else "nothing written"
@@ -119,6 +134,9 @@ def open_task_checkpoint(path: str | Path, task: str) -> tuple[Path, dict[str, A
     return directory, header
 
 
+MAX_HEADER_BYTES = 16 << 20  # config.json: a few KB (an imported Whisper's, with its rules)
+
+
 def read_header(directory: str | Path) -> dict[str, Any]:
     """Read and check config.json; returns it with "config" rebuilt as a config dataclass."""
     directory = Path(directory)
@@ -127,12 +145,9 @@ def read_header(directory: str | Path) -> dict[str, Any]:
         extra = f" (an interrupted save left the previous version at {hint})" if hint else ""
         raise CheckpointError(f"{directory}: no such checkpoint directory{extra}")
     path = directory / CONFIG_FILE
-    try:
-        header = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing") from None
-    except (ValueError, RecursionError) as error:  # bad JSON, not UTF-8, a 5000-digit number
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+    if not path.exists():
+        raise CheckpointError(f"{path}: missing")
+    header = read_json(path, "checkpoint config", MAX_HEADER_BYTES, CheckpointError)
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
     header = upgrade_header(header)
@@ -152,6 +167,10 @@ def read_header(directory: str | Path) -> dict[str, Any]:
 def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -> nn.Module:
     """Build the model described by config.json and load model.safetensors into it.
 
+    The names and shapes in the weights file's header are checked against the config before
+    the model is built (from a weightless copy on the meta device), so a config that asks for
+    more than the file holds allocates nothing.
+
     Returns:
         The model in eval mode on `device`.
 
@@ -162,10 +181,14 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     from safetensors.torch import load_file
 
     header = read_header(directory)
-    model = MODELS[header["kind"]][1](header["config"])
+    build = MODELS[header["kind"]][1]
     path = Path(directory) / WEIGHTS_FILE
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
+    with torch.device("meta"):
+        skeleton = build(header["config"])
+    check_shapes(stored_shapes(path), expected_shapes(skeleton), path)
+    model = build(header["config"])
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError) as error:
@@ -175,24 +198,59 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     return model.to(device).eval()
 
 
-def check_tensors(
-    found: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path
+def stored_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape as the safetensors header states it; no tensor is read."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as weights:
+            names = weights.keys()
+            return {name: tuple(weights.get_slice(name).get_shape()) for name in names}
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
+
+
+def expected_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """unique_state_dict's names and shapes, for a model on the meta device (whose tensors
+    have no data pointers: tied tensors are found as the same Parameter object)."""
+    seen: set[int] = set()
+    shapes = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            shapes[name] = tuple(tensor.shape)
+    return shapes
+
+
+def check_shapes(
+    found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], path: Path
 ) -> None:
-    """Raise CheckpointError unless `found` has exactly the expected names, shapes and dtypes."""
+    """Raise CheckpointError unless `found` has exactly the expected names and shapes."""
     missing = sorted(set(expected) - set(found))
     unexpected = sorted(set(found) - set(expected))
     if missing:
         raise CheckpointError(f"{path}: missing tensors {', '.join(missing[:5])}")
     if unexpected:
         raise CheckpointError(f"{path}: unexpected tensors {', '.join(unexpected[:5])}")
-    for name, tensor in expected.items():
-        if found[name].shape != tensor.shape:
+    for name, shape in expected.items():
+        if found[name] != shape:
             raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {tuple(found[name].shape)}, "
-                f"config.json implies {tuple(tensor.shape)}"
+                f"{path}: tensor {name!r} has shape {found[name]}, config.json implies {shape}"
             )
+
+
+def check_tensors(
+    found: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path
+) -> None:
+    """Raise CheckpointError unless `found` has exactly the expected names, shapes and dtypes,
+    and every value is finite (a NaN weight makes every output NaN)."""
+    shapes = {name: tuple(tensor.shape) for name, tensor in found.items()}
+    check_shapes(shapes, {name: tuple(t.shape) for name, t in expected.items()}, path)
+    for name in expected:
         if not found[name].is_floating_point():
             raise CheckpointError(f"{path}: tensor {name!r} has dtype {found[name].dtype}")
+        if not bool(torch.isfinite(found[name]).all()):
+            raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
 
 
 def describe_checkpoint(directory: str | Path) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from glassformer.configs import (
     require_at_most,
     require_choice,
+    require_finite,
     require_fraction,
     require_positive,
     require_seed,
@@ -51,6 +52,7 @@ class TrainConfig:
     adapt_threads: bool = True  # use fewer CPU threads while other processes use the cores
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "steps", "batch_size", "grad_accum", "eval_every", "eval_batches")
         require_positive(self, "checkpoint_every")
         require_at_most(self, "batch_size", MAX_BATCH_SIZE, "sequences per step; 40x GPT-3's")

@@ -83,7 +83,10 @@ def write_token_file(
 
 
 def open_token_data(directory: Path) -> TokenData:
-    meta = json.loads((directory / META_FILE).read_text())
+    """A prepared cache entry; a damaged meta.json is one error naming it."""
+    from glassformer.textfiles import read_json
+
+    meta = read_json(directory / META_FILE, "token cache")
     tokens = np.memmap(directory / TOKENS_FILE, dtype=np.dtype(meta["dtype"]), mode="r")
     return TokenData(tokens, meta["n_train"], meta["val_bytes"])
 

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from glassformer.errors import GlassformerError
-
-LOCK_FILE = ".lock"
+from glassformer.files import open_regular
+from glassformer.train.outputs import LOCK_FILE
 
 
 @contextlib.contextmanager
@@ -28,10 +28,11 @@ def run_directory_lock(out: Path) -> Iterator[None]:
     """Hold OUT/.lock for the block; a second holder gets a GlassformerError at once.
 
     Raises:
-        GlassformerError: "OUT is in use by another training run (pid N)".
+        GlassformerError: "OUT is in use by another training run (pid N)", or OUT/.lock is
+            not a regular file.
     """
     out.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    descriptor = open_regular(out / LOCK_FILE, os.O_RDWR | os.O_CREAT)  # never a FIFO or device
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -13,7 +13,9 @@ It knows nothing about text, speech or translation: a TrainTask supplies batches
 
 Checkpoints are written atomically, OUT/last before OUT/best; a NaN or infinite loss, or a
 checkpoint that cannot be written (a full disk), stops the run with OUT/last still holding
-the last good state.
+the last good state. Everything in OUT is checked before training starts
+(train/outputs.py), and the thread count is saved with the train state, so a resumed run
+starts with the threads the checkpoint was taken with.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
 from glassformer.train.config import TrainConfig
 from glassformer.train.curves import MetricsLog, plot_loss_curve
 from glassformer.train.lock import run_directory_lock
+from glassformer.train.outputs import CURVE_FILE, METRICS_FILE, check_run_directory
 from glassformer.train.state import read_train_state, write_train_state
 
 Batch = tuple[torch.Tensor, ...]
@@ -142,11 +145,12 @@ def train(
     """Train `model` on `task` for config.steps optimizer steps, writing under `out`.
 
     Raises:
-        GlassformerError: OUT is in use by another run (train/lock.py), the device is not
-            there, the loss diverged, or a checkpoint could not be written (OUT/last keeps
-            the last one that was).
+        GlassformerError: OUT is in use by another run (train/lock.py), a file the run writes
+            there is not ours to replace (train/outputs.py), the device is not there, the
+            loss diverged, or a checkpoint could not be written (OUT/last keeps the last one
+            that was).
     """
-    out = Path(out)
+    out = check_run_directory(out)
     wants_cuda = config.device.startswith("cuda") or (
         config.device == "auto" and torch.cuda.is_available()
     )
@@ -173,23 +177,25 @@ def train_on(
     model.to(device).train()
     optimizer = make_optimizer(model, config)
     data_generator = torch.Generator().manual_seed(config.seed)
-    step, best_val, val_loss = 0, math.inf, math.inf
+    step, best_val, val_loss, threads = 0, math.inf, math.inf, None
     if resume:
         last = out / "last"
         model.load_state_dict(load_checkpoint(last).state_dict())
         saved = read_train_state(last, optimizer, data_generator)
         step, best_val, val_loss = saved["step"], saved["best_val_loss"], saved["val_loss"]
+        threads = saved.get("threads")  # the count the checkpoint's steps ran with
     wrapped = torch.compile(model) if config.compile else model  # checkpoints save `model`
     if ctx.world_size > 1:
         device_ids = [device.index] if device.type == "cuda" else None
         wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=device_ids)
-    log = MetricsLog(out / "metrics.jsonl", step if resume else None) if ctx.is_main else None
+    log = MetricsLog(out / METRICS_FILE, step if resume else None) if ctx.is_main else None
 
     saved_step = step if resume else None  # the step OUT/last holds
 
     def save(directory: Path, with_state: bool) -> None:
         nonlocal saved_step
         progress_state = {"step": step, "best_val_loss": best_val, "val_loss": val_loss}
+        progress_state["threads"] = torch.get_num_threads()
 
         def write_extra(tmp: Path) -> None:
             task.write_files(tmp)
@@ -220,6 +226,8 @@ def train_on(
     )
     # on a CPU, as many threads as the other processes leave idle cores (glassformer/threads.py)
     governor = ThreadGovernor() if config.adapt_threads and device.type == "cpu" else None
+    if governor is not None and threads is not None:
+        governor.start_at(threads)  # as the steps before the checkpoint ran
     start, tokens_seen, loss_value = time.perf_counter(), 0, math.nan
     out_of_time = False
     while step < config.steps and not out_of_time:
@@ -286,7 +294,7 @@ def train_on(
                 row = {"step": step, "val_loss": val_loss, "val_ppl": perplexity, "time_s": elapsed}
                 log.write({**row, **task.extra_metrics(val_loss)})
                 bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}")
-                plot_loss_curve(log.read(), out / "loss.png")
+                plot_loss_curve(log.read(), out / CURVE_FILE)
             new_best = val_loss < best_val
             best_val = min(best_val, val_loss)
         # OUT/last first: if the disk fills up, the run can still be resumed

@@ -46,8 +46,8 @@ from pathlib import Path
 
 from glassformer.errors import GlassformerError
 from glassformer.voice.grammar import Command, Grammar
+from glassformer.voice.manifest import MANIFEST, read_manifest
 
-MANIFEST = "manifest.jsonl"
 DATASET_INFO = "dataset.json"
 ESPEAK_VARIANTS_MAX = 12  # variants per espeak-ng accent (the rest sound alike)
 MAX_CLIPS = 1_000_000  # clips one dataset may hold (about 30 GB of WAV at 2 s a clip)
@@ -242,13 +242,12 @@ def read_dataset_info(data_dir: str | Path) -> dict:
     Raises:
         GlassformerError: the file is not a JSON object.
     """
+    from glassformer.textfiles import read_json
+
     path = Path(data_dir) / DATASET_INFO
-    if not path.is_file():
+    if not path.exists():
         return {}
-    try:
-        info = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
+    info = read_json(path, "dataset")
     if not isinstance(info, dict):
         raise GlassformerError(f"{path}: expected a JSON object")
     return info
@@ -305,8 +304,10 @@ def synthesize(
         GlassformerError: count outside [1, MAX_CLIPS], no TTS engine, a folder that
             cannot be resumed (see check_resumable), or a failure while writing (one line).
     """
+    from glassformer.files import output_path
+
     check_count(count)
-    out = Path(out)
+    out = output_path(out)  # "" would be the current directory
     voices = available_voices()
     info = dataset_info(grammar, seed, val_fraction, voices, count)
     check_resumable(out, info, grammar, voices)
@@ -398,10 +399,3 @@ def render_all(
             bar.update(len(batch))
     bar.close()
     return manifest
-
-
-def read_manifest(data_dir: str | Path) -> list[dict]:
-    path = Path(data_dir) / MANIFEST
-    if not path.is_file():
-        raise GlassformerError(f"{path}: missing; synthesize data first (glassformer voice synth)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -4,13 +4,20 @@ status 2, no traceback, and nothing left behind in the output folder or the runs
 Each row is (argv, expected part of the error line). Placeholders in the argv: {lm}, {speech},
 {translation} (tiny runs trained once per module), {speech_data} (its `voice synth` dataset),
 {clip} (one of its clips), {nofeatures} (a speech checkpoint whose config.json lacks
-"features"), {in} (input files, made once) and {out} (this test's output folder).
+"features"), {bigvocab}, {nopad}, {nanweights} (checkpoints whose parts do not fit: a
+tokenizer with more ids than the model, one without <pad>, a NaN weight), {badmanifest} (a
+speech dataset with a broken manifest line), {brokendata} (a folder holding only a broken
+manifest), {whisper} (the installed pretrained name), {in}
+(input files, made once; {in}/fifo is a named pipe nobody writes) and {out} (this test's
+output folder).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -61,9 +68,19 @@ def inputs(root: Path) -> Path:
         "seed.toml": "[train]\nseed = 99999999999999999999999\n",
         "list.toml": "[train]\nlr = [1, 2]\n",
         "bad\udcff.txt": "To be.\n",  # a file name that is not UTF-8 (byte 0xff)
+        "deep.json": "[" * 5000 + "]" * 5000,
+        "array.toml": "[[train]]\nsteps = 3\n",
+        "deep.toml": "[train]\nlr = " + "[" * 5000 + "]" * 5000 + "\n",
+        "digits.toml": "[train]\nsteps = " + "9" * 5000 + "\n",
+        "inf.toml": "[train]\nlr = inf\n",
+        "nan.toml": "[model]\ndropout = nan\n",
+        "broken_data/manifest.jsonl": '{"id": "000000", "audio": "clips/000000.wav", "te\n',
+        "userdir/notes.txt": "the user's own notes, not a checkpoint's\n",
     }
     for name, text in files.items():
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
+    os.mkfifo(folder / "fifo")  # a reader that opened it would wait for a writer forever
     (folder / "binary.toml").write_bytes(bytes(range(256)))
     (folder / "latin1.json").write_bytes('{"a.wav": {"intent": "Grüße"}}'.encode("latin-1"))
     soundfile.write(folder / "silence.wav", np.zeros(16_000, np.float32), 16_000)
@@ -151,6 +168,72 @@ def nofeatures(root: Path, speech: Path) -> Path:
     del header["features"]
     (copy / "config.json").write_text(json.dumps(header))
     return copy
+
+
+def broken_copy(root: Path, run: Path, name: str) -> Path:
+    from glassformer.train.checkpoint import resolve_checkpoint
+
+    copy = root / name
+    shutil.copytree(resolve_checkpoint(run), copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def bigvocab(root: Path, lm: Path) -> Path:
+    from glassformer.tokenizer.char import CharTokenizer
+
+    copy = broken_copy(root, lm, "bigvocab")
+    CharTokenizer([chr(0x4E00 + i) for i in range(5000)]).save(copy / "tokenizer.json")
+    return copy
+
+
+@pytest.fixture(scope="module")
+def nopad(root: Path, translation: Path) -> Path:
+    copy = broken_copy(root, translation, "nopad")
+    for name in ("tokenizer.json", "source_tokenizer.json"):
+        if (copy / name).is_file():
+            document = json.loads((copy / name).read_text())
+            document["special_tokens"] = [t for t in document["special_tokens"] if t != "<pad>"]
+            (copy / name).write_text(json.dumps(document))
+    return copy
+
+
+@pytest.fixture(scope="module")
+def nanweights(root: Path, lm: Path) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    copy = broken_copy(root, lm, "nanweights")
+    tensors = load_file(copy / "model.safetensors")
+    name = sorted(tensors)[0]
+    tensors[name].view(-1)[0] = float("nan")
+    save_file(tensors, copy / "model.safetensors")
+    return copy
+
+
+@pytest.fixture(scope="module")
+def badmanifest(root: Path, speech_data: Path) -> Path:
+    copy = root / "badmanifest"
+    shutil.copytree(speech_data, copy)
+    lines = (copy / "manifest.jsonl").read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # the third clip's row cut in half
+    (copy / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    return copy
+
+
+@pytest.fixture(scope="module")
+def brokendata(inputs: Path) -> Path:
+    if not HAS_ESPEAK:
+        pytest.skip("voice synth looks for TTS voices first; espeak-ng: `make setup`")
+    return inputs / "broken_data"
+
+
+@pytest.fixture(scope="module")
+def whisper() -> str:
+    from glassformer.tasks.speech.pretrained import installed_models
+
+    if installed_models()["whisper-tiny.en"] is None:
+        pytest.skip("whisper-tiny.en is installed by `make setup`")
+    return "whisper-tiny.en"
 
 
 SPEECH = ["transcribe", "{speech}", "{clip}"]
@@ -247,8 +330,49 @@ ROWS = [
     ([*TRAIN_LM, *CORPUS, "--warmup-steps", "-5"], "warmup_steps=-5 must be >= 0"),
     ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--warmup-steps", "-5"], "warmup_steps=-5"),
     (["serve", "--lm", "{lm}", "--host", "no.such.host.invalid"], "cannot listen there"),
+    # issue 26, section 2: an empty output path, an output that is also its side file
+    ([*TRAIN_LM, *CORPUS, "--out", ""], "--out '': an empty path"),
+    ([*TOKENIZER, ""], "--out '': an empty path"),
+    ([*SYNTH, "--out", ""], "--out '': an empty path"),
+    ([*EVALUATE_T, "--hypotheses", ""], "--hypotheses '': an empty path"),
+    ([*TOKENIZER, "{out}/t.vocab"], "must be different files"),
+    (["import", "whisper", "{whisper}", "--out", "{in}/userdir"], "holds notes.txt"),
+    # readers: a FIFO or a character device is one line (never a hang or all of memory)
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/fifo"], "fifo: is a FIFO"),
+    ([*TRAIN_LM, *CORPUS, "--config", "/dev/zero"], "/dev/zero: is a character device"),
+    ([*TRAIN_LM, "--data", "{in}/fifo"], "fifo: is a FIFO"),
+    ([*EVALUATE_S, "{in}/fifo"], "fifo: is a FIFO"),
+    ([*EVALUATE_S, "/dev/urandom"], "/dev/urandom: is a character device"),
+    (["ladder", "--corpus", "{in}/fifo", "--out", "{out}/l"], "fifo: is a FIFO"),
+    (["ladder", "--corpus", "/dev/zero", "--out", "{out}/l"], "/dev/zero: is a character device"),
+    (["tokenizer", "encode", "{in}/fifo", "hi"], "fifo: is a FIFO"),
+    (["tokenizer", "show", "/dev/zero", "hi"], "/dev/zero: is a character device"),
+    (["evaluate", "{lm}", "--data", "{in}/fifo"], "fifo: is a FIFO"),
+    (["evaluate", "{lm}", "--data", "/dev/zero"], "/dev/zero: is a character device"),
+    ([*EVALUATE_T[:2], "--src", "{in}/fifo", "--ref", "{in}/ref.txt"], "fifo: is a FIFO"),
+    ([*EVALUATE_T[:4], "--ref", "/dev/zero"], "/dev/zero: is a character device"),
+    # JSON and TOML nested too deeply, a 5000-digit integer, an array of tables
+    ([*EVALUATE_S, "{in}/deep.json"], "deep.json: not valid JSON (nested too deeply)"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/deep.toml"], "not valid TOML (nested too deeply)"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/digits.toml"], "digits.toml: not valid TOML"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/array.toml"], "[train] must be one table"),
+    # numbers: inf and nan in any float field, a generation nobody could wait for
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/inf.toml"], "lr=inf must be a finite number"),
+    ([*TRAIN_LM, *CORPUS, "--config", "{in}/nan.toml"], "dropout=nan must be a finite number"),
+    ([*TRAIN_LM, *CORPUS, "--layer-norm-eps", "inf"], "layer_norm_eps=inf must be a finite"),
+    ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--max-minutes", "nan"], "max_minutes=nan"),
+    (["generate", "{lm}", "--max-new-tokens", "1000000000"], "max_new_tokens=1000000000 is over"),
+    # a checkpoint's parts checked against each other when it is opened
+    (["generate", "{bigvocab}"], "5,000 ids, more than the model's vocabulary"),
+    (["translate", "{nopad}", "red cat"], "lacks the special token '<pad>'"),
+    (["info", "{nanweights}"], "holds NaN or infinite values"),
+    (["generate", "{nanweights}"], "holds NaN or infinite values"),
+    # a broken manifest line: one line naming the file and the line
+    (["train", "speech", "--data", "{badmanifest}", "--out", "{out}/s"], "manifest.jsonl:3: "),
+    (["voice", "synth", "--out", "{brokendata}", "--count", "2"], "manifest.jsonl:1: "),
 ]
 PLACEHOLDERS = ["lm", "speech", "translation", "speech_data", "clip", "nofeatures"]
+PLACEHOLDERS += ["bigvocab", "nopad", "nanweights", "badmanifest", "brokendata", "whisper"]
 
 
 def listing(folder: Path) -> list[str]:
@@ -323,3 +447,89 @@ def test_config_flags_show_the_dataclass_default_in_help(capsys: pytest.CaptureF
     assert "--beam-size INT, --beam INT beams of the search" in help_text  # ListenerConfig's
     assert "CTranslate2 (default: 4)" in help_text and "beam 4 (the paper's) unless" in help_text
     assert "(default: the model's own: 0.3 trained here, 0.01 Whisper)" in help_text
+
+
+def make_special(path: Path, kind: str) -> None:
+    """A FIFO, a character device (a link to /dev/null where mknod needs root), a link to
+    /dev/null, or a folder of the user's."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device" and os.geteuid() == 0:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+    elif kind in ("device", "link"):
+        path.symlink_to("/dev/null")
+    else:
+        path.mkdir()
+        (path / "notes.txt").write_text("the user's")
+
+
+SIDE_FILES = [  # (what is in OUT, made as, the error it gets)
+    ("metrics.jsonl", "fifo", "metrics.jsonl: is a FIFO (named pipe), not a regular file"),
+    ("loss.png", "device", "is a character device, not a regular file"),
+    ("loss.png", "link", "/dev/null: is a character device"),
+    (".lock", "fifo", ".lock: is a FIFO (named pipe)"),
+    ("last", "folder", "last: holds notes.txt, not part of a checkpoint"),
+    ("best", "folder", "best: holds notes.txt, not part of a checkpoint"),
+]
+
+
+@pytest.mark.parametrize("task", ["lm", "translation", "speech"])
+def test_files_a_run_writes_beside_its_checkpoints_follow_the_same_rules(
+    task: str,
+    request: pytest.FixtureRequest,
+    inputs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """OUT/loss.png as a device became a regular file, a FIFO at OUT/metrics.jsonl hung the
+    run: everything a run writes is checked as its main output is, before any data is read."""
+    data = {
+        "lm": ["--preset", "tiny", "--data", str(inputs / "corpus.txt")],
+        "translation": ["--preset", "tiny", "--data", str(inputs / "pairs.tsv")],
+        "speech": ["--preset", "tiny", "--data", str(request.getfixturevalue("speech_data"))]
+        if task == "speech"
+        else [],
+    }[task]
+    for index, (name, kind, expected) in enumerate(SIDE_FILES):
+        out = tmp_path / str(index)
+        out.mkdir()
+        make_special(out / name, kind)
+        capsys.readouterr()
+        status = main(["train", task, *data, "--out", str(out), "--steps", "2"])
+        lines = capsys.readouterr().err.splitlines()
+        assert status == 2 and len(lines) == 1 and expected in lines[0], (name, kind, lines)
+        assert [p.name for p in out.iterdir()] == [name], "nothing written beside it"
+        kept = os.lstat(out / name).st_mode
+        assert {"fifo": stat.S_ISFIFO, "link": stat.S_ISLNK, "folder": stat.S_ISDIR}.get(
+            kind, lambda mode: stat.S_ISCHR(mode) or stat.S_ISLNK(mode)
+        )(kept), f"{name} was replaced"
+    assert Path("/dev/null").exists() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_link_to_a_regular_file_beside_the_output_is_followed_and_kept(
+    inputs: Path, tmp_path: Path
+) -> None:
+    out, elsewhere = tmp_path / "run", tmp_path / "curves" / "lm.png"
+    out.mkdir()
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"an old curve")
+    (out / "loss.png").symlink_to(elsewhere)
+    argv = ["train", "lm", "--preset", "tiny", "--data", str(inputs / "corpus.txt")]
+    assert main([*argv, "--out", str(out), "--steps", "2", "--eval-every", "2"]) == 0
+    assert (out / "loss.png").is_symlink(), "the link stays"
+    assert elsewhere.read_bytes().startswith(b"\x89PNG"), "the file it points to is the curve"
+
+
+@pytest.mark.parametrize("task", ["lm", "translation", "speech"])
+def test_every_task_keeps_its_checkpoints_to_the_files_a_checkpoint_may_hold(
+    task: str, request: pytest.FixtureRequest
+) -> None:
+    """A checkpoint folder is replaced only while it holds nothing but CHECKPOINT_FILES and
+    what its config.json lists; a task writing a file of another name is caught here."""
+    from glassformer.train.outputs import CHECKPOINT_FILES
+
+    run = request.getfixturevalue(task)
+    for name in ("best", "last"):
+        held = sorted(p.name for p in (run / name).iterdir())
+        assert set(held) <= CHECKPOINT_FILES, held
+        assert json.loads((run / name / "config.json").read_text())["files"] == held

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from glassformer.configs import Preset, check_presets, require_fraction, require_positive
+from glassformer.configs import (
+    Preset,
+    check_presets,
+    require_finite,
+    require_fraction,
+    require_positive,
+)
 from glassformer.models.configs import GPTConfig
 from glassformer.train.config import TrainConfig
 
@@ -21,6 +27,7 @@ class LMDataConfig:
     val_fraction: float = 0.1  # the last part of the token stream, held out for validation
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "block_size", "bpe_vocab_size")
         require_fraction(self, "val_fraction")
 

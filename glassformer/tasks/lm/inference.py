@@ -19,19 +19,33 @@ import torch.nn.functional as F
 
 from glassformer.errors import GlassformerError
 from glassformer.models.gpt import GPT
-from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint
+from glassformer.tasks.common import load_task_parts
 from glassformer.tokenizer.base import Tokenizer
 
 if TYPE_CHECKING:
     from glassformer.decoding.config import DecodeConfig
 
+# The most tokens one generation may ask for: a long book (about 400 KB of English text).
+# Each token's step appends to a growing tensor of every token so far (and beam search keeps
+# B copies), so time and memory grow with the request; 10**9 would run for days.
+MAX_NEW_TOKENS = 100_000
+
+
+def check_new_tokens(config: DecodeConfig) -> None:
+    """Raise ConfigError if config.max_new_tokens is over MAX_NEW_TOKENS.
+
+    TODO(issue 26): DecodeConfig.__post_init__ is where this belongs (decoding/config.py,
+    `require_at_most`); it lives here until that file can change.
+    """
+    from glassformer.configs import require_at_most
+
+    require_at_most(config, "max_new_tokens", MAX_NEW_TOKENS, "a long book of text")
+
 
 def load_lm(path: str | Path, device: str = "cpu") -> tuple[GPT, Tokenizer]:
     """A language-model run or checkpoint directory -> the GPT (eval mode) and its tokenizer."""
-    from glassformer.tokenizer.io import load_tokenizer
-
-    model, directory, _ = load_task_checkpoint(path, "lm", device)
-    return model, load_tokenizer(directory / TOKENIZER_FILE)
+    model, tokenizers, _, _ = load_task_parts(path, "lm", device)
+    return model, tokenizers["tokenizer"]
 
 
 class TextStream:
@@ -70,9 +84,13 @@ def generate_text(
     model cannot see more); generation itself may run past the context window. `compile`
     runs greedy decoding and sampling through the compiled static-shape step
     (decoding/static.py); beam search always runs eagerly.
+
+    Raises:
+        ConfigError: config.max_new_tokens over MAX_NEW_TOKENS.
     """
     from glassformer.decoding.search import generate
 
+    check_new_tokens(config)
     device = next(model.parameters()).device
     context = model.config.max_len
     ids = encode_prompt(tokenizer, prompt, context)
@@ -97,8 +115,6 @@ def evaluate_lm(model: GPT, tokenizer: Tokenizer, path: Path, batch_size: int = 
     once), with perplexity and bits per byte."""
     from glassformer.textfiles import read_text_blocks
 
-    if not path.is_file():
-        raise GlassformerError(f"{path}: no such file")
     ids = [i for block in read_text_blocks(path) for i in tokenizer.encode_ordinary(block)]
     if len(ids) < 2:
         raise GlassformerError(f"{path}: too short to evaluate ({len(ids)} tokens)")

@@ -79,11 +79,10 @@ def train_lm(
     `before_training` runs once the data is ready and checked, just before the loop starts
     (the CLI prints the run's settings there, so a data error is the only thing printed).
     """
+    from glassformer.textfiles import require_files
     from glassformer.tokenizer.io import load_tokenizer
 
-    for path in files:
-        if not path.is_file():
-            raise GlassformerError(f"{path}: no such file")
+    require_files(files)  # regular files: a FIFO or a device is one line, never a hang
     if resume:
         if not (out / "last" / TOKENIZER_FILE).is_file():
             raise GlassformerError(f"{out / 'last'}: no checkpoint to resume from")

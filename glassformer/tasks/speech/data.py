@@ -11,7 +11,6 @@ The clips themselves come from a `voice synth` dataset (voice/synth.py reads its
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from glassformer.audio.features import FeatureConfig, compute_features
 from glassformer.errors import GlassformerError
 from glassformer.tasks.common import SPECIAL_TOKENS
 from glassformer.tasks.speech.config import SpeechDataConfig
-from glassformer.textfiles import read_utf8
+from glassformer.textfiles import parse_json, read_utf8
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.grammar import Grammar
 
@@ -137,10 +136,7 @@ def read_tsv_labels(path: Path, text: str, grammar: Grammar) -> dict[str, dict]:
 
 def read_json_labels(path: Path, text: str) -> dict[str, dict]:
     """{file: {"intent": str | null, "slots": {name: value}, "transcript": str}}, checked."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise GlassformerError(f"{path}: not valid JSON ({error})") from None
+    document = parse_json(text, str(path))  # malformed, nested too deeply: one line
     if not isinstance(document, dict):
         raise GlassformerError(f"{path}: expected a JSON object {{file: {{intent, slots}}}}")
     labels = {}

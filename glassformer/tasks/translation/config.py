@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from glassformer.configs import Preset, check_presets, require_positive
+from glassformer.configs import Preset, check_presets, require_finite, require_positive
 from glassformer.errors import ConfigError
 from glassformer.models.configs import Seq2SeqConfig
 from glassformer.train.config import TrainConfig
@@ -22,6 +22,7 @@ class TranslationDataConfig:
     bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU at each eval
 
     def __post_init__(self) -> None:
+        require_finite(self)
         require_positive(self, "bpe_vocab_size", "max_tokens", "max_chars")
         if self.valid_size < 0 or self.bleu_sentences < 0:
             raise ConfigError("valid_size and bleu_sentences must be >= 0")

@@ -87,12 +87,14 @@ def read_parallel(
 
 def _read_lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 (optionally .gz) file without line endings; errors name the line."""
-    if not path.is_file():
+    from glassformer.textfiles import open_regular_file
+
+    if not path.exists():
         raise GlassformerError(f"no such file: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
+    handle = open_regular_file(path, "text")  # a FIFO or /dev/zero: one line, never a hang
     line_number = 0
     try:
-        with opener(path, "rb") as file:
+        with handle, gzip.open(handle) if path.suffix == ".gz" else handle as file:
             for line_number, raw in enumerate(file, start=1):
                 try:
                     line = raw.decode("utf-8")

@@ -16,12 +16,7 @@ from pathlib import Path
 import torch
 
 from glassformer.decoding.config import check_beam_size, check_length_penalty
-from glassformer.tasks.common import (
-    TOKENIZER_FILE,
-    load_task_checkpoint,
-    pad_sequences,
-    special_ids,
-)
+from glassformer.tasks.common import load_task_parts, pad_sequences, special_ids
 from glassformer.tasks.translation.config import SOURCE_TOKENIZER_FILE
 from glassformer.tokenizer.base import Tokenizer
 
@@ -37,10 +32,12 @@ def load_translator(path: str | Path, device: str = "cpu") -> Translator:
     """A translation run or checkpoint directory -> the model and its tokenizer(s)."""
     from glassformer.tokenizer.io import load_tokenizer
 
-    model, directory, _ = load_task_checkpoint(path, "translation", device)
-    target = load_tokenizer(directory / TOKENIZER_FILE)
-    source_file = directory / SOURCE_TOKENIZER_FILE
-    source = load_tokenizer(source_file) if source_file.is_file() else target
+    model, tokenizers, directory, _ = load_task_parts(path, "translation", device)
+    target = tokenizers["tokenizer"]
+    source = tokenizers.get("source_tokenizer")
+    if source is None:  # written before config.json named it: the file says
+        source_file = directory / SOURCE_TOKENIZER_FILE
+        source = load_tokenizer(source_file) if source_file.is_file() else target
     return Translator(model, source, target)
 
 
