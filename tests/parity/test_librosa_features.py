@@ -17,7 +17,7 @@ from glassformer.audio.mel import dct_matrix, mel_filterbank
 from tests.installed import import_or_missing
 
 librosa = import_or_missing("librosa")
-scipy_fft = pytest.importorskip("scipy.fft")
+scipy_fft = import_or_missing("scipy.fft")
 
 
 def chirp(seconds: float = 1.3, rate: int = 16_000) -> np.ndarray:

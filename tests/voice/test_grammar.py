@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -407,3 +408,61 @@ def test_the_automaton_answers_as_the_expanded_sentences_do(
         assert grammar.accepts(candidate) == (candidate in sentences), candidate
         assert grammar.can_continue(candidate) == any(s.startswith(candidate) for s in sentences)
         assert (grammar.parse(candidate) is not None) == (normalize(candidate) in sentences)
+
+
+def test_a_slot_inside_a_choice_is_a_slot() -> None:
+    """`[$w:w, two]` is the slot or the word: it was read as the words "w w"."""
+    grammar = Grammar({"n": ["[$w:w, two] please"]}, {"w": ["one", "three"]})
+    assert grammar.parse("three please") == Command("three please", "n", {"w": "three"})
+    assert grammar.parse("two please") == Command("two please", "n", {})
+    assert grammar.parse("w w please") is None
+    assert sorted(c.text for c in grammar.expand()) == [
+        "one please",
+        "three please",
+        "two please",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expressions", "message"),
+    [
+        ({"n": ["$w:w:extra"]}, "'$w:w:extra' in '$w:w:extra' is not a slot"),  # was "one extra"
+        ({"n": ["$w:a $w:a"]}, "the slot name 'a' appears twice"),  # was one slot reported
+        ({"n": ["[$w:a] and ($w:a)"]}, "the slot name 'a' appears twice"),
+        ({"n": ["[$w:a $w:a, two]"]}, "the slot name 'a' appears twice"),
+    ],
+)
+def test_grammars_that_would_change_without_a_word_are_refused(
+    expressions: dict, message: str
+) -> None:
+    with pytest.raises(GlassformerError, match=re.escape(message)):
+        Grammar(expressions, {"w": ["one"]})
+
+
+def test_alternatives_of_one_choice_may_share_a_slot_name() -> None:
+    grammar = Grammar({"n": ["[$w:a, $v:a] now"]}, {"w": ["one"], "v": ["two"]})
+    assert grammar.parse("two now") == Command("two now", "n", {"a": "two"})
+
+
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys and drops the first without a word."""
+    path = tmp_path / "g.yaml"
+    path.write_text("context:\n  expressions:\n    a:\n      - one\n    a:\n      - two\n")
+    with pytest.raises(GlassformerError, match="the key 'a' appears twice, on lines 3 and 5"):
+        Grammar.from_yaml(path)
+
+
+def test_words_of_any_script_are_read_as_written() -> None:
+    """ "İstanbul" lowers to i + a combining dot, which stays in its word (it became
+    "i stanbul", a phrase no transcript could match); a zero-width joiner is no word break;
+    a decomposed accent is the composed one; ’ is an apostrophe."""
+    grammar = Grammar(
+        {"go": ["go to $c:city", "don't stop"]},
+        {"c": ["İstanbul", "Zürich", "Reykjavi\u0301k", "Kr\u200dakow"]},
+    )
+    assert grammar.parse("Go to İstanbul!").slots == {"city": "i\u0307stanbul"}
+    assert grammar.parse("go to zu\u0308rich").slots == {"city": "zürich"}  # decomposed ü
+    assert grammar.parse("go to Reykjavík").slots == {"city": "reykjavík"}
+    assert grammar.parse("go to krakow").slots == {"city": "krakow"}
+    assert grammar.parse("Don’t stop.") == Command("don't stop", "go", {})
+    assert normalize("a\u00adb c\u200dd") == "ab cd"  # soft hyphen, zero-width joiner
