@@ -29,6 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from glassformer.malloc import give_back_free_memory, map_large_blocks
 from glassformer.threads import ThreadGovernor
 
 Returned = TypeVar("Returned")  # what the function run on the model thread returns
@@ -40,6 +41,7 @@ class ModelThread:
     """Model calls in turns; `await run(f, ...)` from the event loop, `share()` inside f."""
 
     def __init__(self, slice_s: float = SLICE_S, workers: int = WORKERS) -> None:
+        map_large_blocks()  # a long-running server: what a call frees goes back at once
         self.slice_s = slice_s
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="glassformer-model")
         self.governor: ThreadGovernor | None = None  # made by the first holder, where torch runs
@@ -87,7 +89,10 @@ class ModelThread:
     def give(self) -> None:
         with self.changed:
             self.holder = None
+            idle = not self.line
             self.changed.notify_all()
+        if idle:  # the last call of a burst: what it freed goes back (glassformer/malloc.py)
+            give_back_free_memory()
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

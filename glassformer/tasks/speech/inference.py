@@ -15,9 +15,12 @@ whole-clip work under it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
+from glassformer.audio.features import padded_length
 from glassformer.audio.io import SAMPLE_RATE
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
@@ -26,6 +29,13 @@ from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.search import Transcript, decode_clips
 
 __all__ = ["SpeechOptions", "Transcript", "transcribe", "transcribe_many"]
+
+# seconds of audio, as padded to the model's window, that one encoder pass and its beam search
+# hold at most: the encoder's activations and the decoder's cross-attention cache grow with
+# it (measured, Whisper tiny.en: about 55 MB a 30-s clip; 8 of them at once took 372 MB).
+# 80 s: eight 2-5 s commands (each padded to 10 s) still share a pass; 30-s clips go two at
+# a time, which costs no speed on a CPU (0.68 s a clip in a batch of 8, 0.67 s alone).
+MAX_BATCH_SECONDS = 80.0
 
 
 @torch.inference_mode()
@@ -43,13 +53,13 @@ def transcribe_many(
 ) -> list[Transcript]:
     """transcribe() for several clips, up to `encoder_batch` at once: one encoder pass over a
     padded batch, then one beam search for all of them (decode_clips), where a server's
-    throughput comes from. Equal to transcribing them one by one.
+    throughput comes from. Equal to transcribing them one by one. A batch holds at most
+    MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches).
     """
     if options.constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
     results = []
-    for first in range(0, len(waveforms), encoder_batch):
-        heard = [clip_audio(speech, w) for w in waveforms[first : first + encoder_batch]]
+    for heard in encoder_batches(speech, waveforms, encoder_batch):
         features = [heard_features(speech, h) for h in heard]
         lengths = torch.tensor([f.size(-1) for f in features])
         batch = pad_features(features)  # (B, M, N)
@@ -58,3 +68,28 @@ def transcribe_many(
         limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in heard]
         results += decode_clips(speech, memory, padding, options, limits)
     return results
+
+
+def encoder_batches(
+    speech: SpeechModel, waveforms: list[np.ndarray], most: int
+) -> Iterator[list[np.ndarray]]:
+    """What of each clip is heard (clip_audio), in order, in batches of at most `most` clips
+    whose padded batch (its longest clip's window times its clips) is at most
+    MAX_BATCH_SECONDS; a clip longer than that alone is a batch of one.
+
+    Example (Whisper, windows of 10 s steps): eight 3-s commands -> one batch of 8; four 30-s
+    clips -> two batches of 2
+    """
+    batch: list[np.ndarray] = []
+    longest = 0.0  # seconds: the batch's padded window
+    for waveform in waveforms:
+        heard = clip_audio(speech, waveform)
+        window = max(len(heard), padded_length(speech.features, len(heard))) / SAMPLE_RATE
+        wider = max(longest, window)
+        if batch and (len(batch) == most or wider * (len(batch) + 1) > MAX_BATCH_SECONDS):
+            yield batch
+            batch, wider = [], window
+        batch.append(heard)
+        longest = wider
+    if batch:
+        yield batch
