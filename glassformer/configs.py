@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from glassformer.errors import ConfigError
+from glassformer.errors import ConfigError, first_line
 
 ConfigT = TypeVar("ConfigT")
 
@@ -289,7 +289,7 @@ def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, 
     except RecursionError:
         raise GlassformerError(f"{path}: not valid TOML (nested too deeply)") from None
     except ValueError as error:  # tomllib.TOMLDecodeError, or int()'s 4,300-digit limit
-        raise GlassformerError(f"{path}: not valid TOML ({one_line(error)})") from None
+        raise GlassformerError(f"{path}: not valid TOML ({first_line(error)})") from None
     unknown = sorted(set(document) - set(sections))
     if unknown:
         raise GlassformerError(f"{path}: unknown table(s) {unknown}; expected {sections}")
@@ -297,12 +297,6 @@ def read_toml(path: str | None, sections: Iterable[str]) -> dict[str, dict[str, 
         if not isinstance(document.get(name, {}), dict):
             raise GlassformerError(f"{path}: [{name}] must be one table, not an array of tables")
     return {name: document.get(name, {}) for name in sections}
-
-
-def one_line(error: BaseException) -> str:
-    """An error's first line, or its class name."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def read_saved_run(path: Any) -> dict[str, dict[str, Any]]:

@@ -18,7 +18,6 @@ Without the recorded voice installed, held-out synthetic voices stand in (said s
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from glassformer.tasks.speech.config import (
 from glassformer.tasks.speech.evaluation import Scored, is_accepted, summarize
 from glassformer.tasks.speech.listener import Listener, Result
 from glassformer.tasks.speech.training import train_speech
+from glassformer.textfiles import read_json
 from glassformer.train.config import TrainConfig
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
@@ -57,7 +57,11 @@ def trained_for(out: Path, grammar: Grammar) -> bool:
 
 def is_finished(out: Path, steps: int) -> bool:
     state = out / "last" / "train_state.json"
-    return state.is_file() and json.loads(state.read_text())["step"] >= steps
+    if not state.is_file():
+        return False
+    saved = read_json(state, "training state")  # a broken one is one line naming it
+    step = saved.get("step") if isinstance(saved, dict) else None
+    return isinstance(step, int) and step >= steps
 
 
 def demo_noise() -> tuple[np.ndarray, str]:

@@ -20,3 +20,19 @@ class ConfigError(GlassformerError, ValueError):
 
 class CheckpointError(GlassformerError):
     """A checkpoint directory is missing, truncated or does not match its config."""
+
+
+def first_line(message: BaseException | str, empty: str | None = None) -> str:
+    """The first line of an error's message (or of a text), stripped: what every door shows
+    of an error it did not write itself. An empty message gives `empty`, else the error's
+    class name (a text: "").
+
+    Example: first_line(ValueError("bad value\n  at line 3")) -> "bad value";
+    first_line(KeyError()) -> "KeyError"
+    """
+    text = str(message).strip()
+    if text:
+        return text.splitlines()[0].strip()
+    if empty is not None:
+        return empty
+    return type(message).__name__ if isinstance(message, BaseException) else ""

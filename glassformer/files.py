@@ -284,6 +284,21 @@ def check_output_files(paths: Iterable[str | Path]) -> None:
         seen[key] = Path(path)
 
 
+def refuse_inputs_as_outputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path]) -> None:
+    """Raise GlassformerError if a command would write one of the files it reads
+    (`tokenizer export tok.json --out tok.json`, `tokenizer train corpus.txt --out
+    corpus.txt`): the input would be gone the moment the output is written.
+
+    Example: (["t.json"], ["./t.json"]) raises "t.json: is also an input of this command".
+    """
+    read = {os.path.realpath(path) for path in inputs}
+    for path in outputs:
+        if os.path.realpath(path) in read:
+            raise GlassformerError(
+                f"{path}: is also an input of this command; write the output elsewhere"
+            )
+
+
 def check_output_directory(
     directory: str | Path, own_names: Collection[str] = (), what: str = "checkpoint"
 ) -> None:

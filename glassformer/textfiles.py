@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 from glassformer.files import kind_of
 
 BLOCK_BYTES = 1 << 20  # bytes read from a file at a time (about as many characters of text)
@@ -203,8 +203,7 @@ def parse_json(text: str, where: str, error: type[GlassformerError] = Glassforme
     except RecursionError:
         raise error(f"{where}: not valid JSON (nested too deeply)") from None
     except ValueError as bad:  # json.JSONDecodeError is one
-        reason = str(bad).splitlines()[0] if str(bad) else type(bad).__name__
-        raise error(f"{where}: not valid JSON ({reason})") from None
+        raise error(f"{where}: not valid JSON ({first_line(bad)})") from None
 
 
 def require_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 
 if TYPE_CHECKING:
     from soundfile import SoundFile
@@ -108,8 +108,8 @@ def read_audio(
             check_header(rate, file.channels, file.frames, max_seconds)
             waveform = read_mono(file, int(max_seconds * rate))  # (L,) at the file's rate
     except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise GlassformerError(f"not a readable audio file ({OPENING.sub('', reason)})") from None
+        reason = OPENING.sub("", first_line(error))
+        raise GlassformerError(f"not a readable audio file ({reason})") from None
     if len(waveform) == 0:
         raise GlassformerError("empty audio: no samples (a truncated file?)")
     if len(waveform) < min_seconds * rate:

@@ -19,7 +19,7 @@ from glassformer.cli.serve import add_serve_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
 from glassformer.cli.translate import add_translation_commands
 from glassformer.cli.voice import add_voice_commands
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 
 EXIT_USER_ERROR = 2
 OUTPUT_FLAGS = ("out", "hypotheses")  # every flag that names a file or folder to write
@@ -162,7 +162,7 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 def out_of_memory_message(error: BaseException) -> str:
     """One line: what could not be allocated (numpy and torch say how much), and what to do."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    detail = first_line(str(error))
     detail = detail.split("] ")[-1]  # torch's CPU message starts with "[enforce fail at ...]"
     said = f" ({detail})" if detail else ""
     return f"out of memory{said}: choose smaller sizes (batch, model, sequence length)"
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GlassformerError, OSError) as error:
         if os.environ.get("GLASSFORMER_DEBUG"):
             raise
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        message = first_line(error)
         print(f"glassformer: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except (MemoryError, RuntimeError) as error:

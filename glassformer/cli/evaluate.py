@@ -69,13 +69,18 @@ def evaluate_speech_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_translation_command(args: argparse.Namespace) -> None:
-    from glassformer.files import check_output_file, write_text_atomically
+    from glassformer.files import (
+        check_output_file,
+        refuse_inputs_as_outputs,
+        write_text_atomically,
+    )
     from glassformer.tasks.translation.inference import evaluate_translation, load_translator
 
     if not (args.src and args.ref):
         raise GlassformerError("a translation model is evaluated with --src FILE --ref FILE")
     if args.hypotheses:
         check_output_file(args.hypotheses)  # before translating, not after
+        refuse_inputs_as_outputs([args.hypotheses], [args.src, args.ref])
     beam = TRANSLATION_BEAM if args.beam_size is None else args.beam_size
     translator = load_translator(args.checkpoint, args.device or DEVICE)
     rows, scores = evaluate_translation(

@@ -36,10 +36,9 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
 def cmd_generate(args: argparse.Namespace) -> None:
     from glassformer.configs import config_from_dict, flag_overrides
     from glassformer.decoding.config import DecodeConfig
-    from glassformer.tasks.lm.inference import check_new_tokens, generate_text, load_lm
+    from glassformer.tasks.lm.inference import generate_text, load_lm
 
     config = config_from_dict(DecodeConfig, flag_overrides(args, DecodeConfig))
-    check_new_tokens(config)  # before the model loads
     model, tokenizer = load_lm(args.checkpoint, args.device)
     sys.stdout.write(args.prompt)
     sys.stdout.flush()

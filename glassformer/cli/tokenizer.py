@@ -27,13 +27,15 @@ def check_train_flags(args: argparse.Namespace) -> None:
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     import warnings
 
-    from glassformer.files import check_output_file, check_output_files
+    from glassformer.files import check_output_file, check_output_files, refuse_inputs_as_outputs
     from glassformer.tokenizer.bpe import vocabulary_view_path
     from glassformer.tokenizer.training import train_bpe_from_files
 
     check_train_flags(args)
     check_output_file(args.out)  # before training: /dev/full is refused now, not after
-    check_output_files([Path(args.out), vocabulary_view_path(Path(args.out))])
+    outputs = [Path(args.out), vocabulary_view_path(Path(args.out))]
+    check_output_files(outputs)
+    refuse_inputs_as_outputs(outputs, args.files)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = train_bpe_from_files(
@@ -89,7 +91,11 @@ def cmd_tokenizer_show(args: argparse.Namespace) -> None:
 
 
 def cmd_tokenizer_export(args: argparse.Namespace) -> None:
+    from glassformer.files import refuse_inputs_as_outputs
     from glassformer.tokenizer.io import export_tokenizer, load_tokenizer
+
+    sidecar = Path(args.out).with_name(Path(args.out).name + ".json")  # tiktoken's settings
+    refuse_inputs_as_outputs([args.out, sidecar], [args.tokenizer])
 
     written = export_tokenizer(load_tokenizer(args.tokenizer), args.to, args.out)
     print("wrote " + ", ".join(str(p) for p in written))

@@ -87,7 +87,11 @@ def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
     if given is None:
         return Path(recorded) if recorded else DEFAULT_GRAMMAR
     if recorded and Path(given).resolve() != Path(recorded).resolve():
-        same = Path(recorded).is_file() and Path(recorded).read_bytes() == Path(given).read_bytes()
+        from glassformer.voice.grammar import Grammar
+
+        same = Path(recorded).is_file() and (
+            Grammar.from_yaml(recorded).sha256 == Grammar.from_yaml(given).sha256
+        )  # the same grammar, read as grammars are (bounded), however it is laid out
         if not same:
             raise GlassformerError(
                 f"{data_dir} was synthesized from {recorded}, not --grammar {given}"

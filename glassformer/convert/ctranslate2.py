@@ -47,7 +47,6 @@ versions than 1 to 6. Every problem with a file is one CheckpointError line nami
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from collections.abc import Sequence
@@ -58,6 +57,7 @@ from typing import Any, BinaryIO, NamedTuple, NoReturn
 import numpy as np
 
 from glassformer.errors import CheckpointError
+from glassformer.textfiles import read_json as read_json_file
 from glassformer.textfiles import read_utf8
 
 BINARY_VERSIONS = range(1, 7)  # model.bin layouts this reader knows; CTranslate2 4.x writes 6
@@ -235,10 +235,7 @@ def read_json(path: Path, missing: Any) -> Any:
     """A JSON file's value, `missing` when there is no file; broken JSON names the file."""
     if not path.exists():
         return missing
-    try:
-        value = json.loads(read_utf8(path, "JSON"))
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+    value = read_json_file(path, "JSON", error=CheckpointError)  # deep nesting: one line too
     if missing is not None and not isinstance(value, type(missing)):
         raise CheckpointError(f"{path}: expected a JSON {type(missing).__name__}")
     return value

@@ -327,18 +327,13 @@ def from_hf_whisper_directory(directory: str | Path, widen: bool = True) -> Spee
     """Our SpeechTransformer from a Hugging Face Whisper directory (config.json and
     model.safetensors, as `save_pretrained` writes them); weights only, never pickle.
     `widen`: as from_hf_whisper."""
-    import json
-
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from glassformer.textfiles import read_utf8
+    from glassformer.textfiles import read_json
 
     directory = Path(directory)
-    try:
-        config = json.loads(read_utf8(directory / "config.json", "Whisper config"))
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{directory / 'config.json'}: not valid JSON ({error})") from None
+    config = read_json(directory / "config.json", "Whisper config", error=CheckpointError)
     if not isinstance(config, dict) or config.get("model_type") != "whisper":
         raise CheckpointError(f"{directory / 'config.json'}: not a Hugging Face Whisper config")
     weights = directory / "model.safetensors"

@@ -25,6 +25,7 @@ from glassformer.convert.installed import (
     locate,
 )
 from glassformer.errors import CheckpointError, GlassformerError
+from glassformer.textfiles import read_json
 
 
 def is_pretrained_source(source: str | Path) -> bool:
@@ -35,8 +36,6 @@ def is_pretrained_source(source: str | Path) -> bool:
 def whisper_source_kind(source: str | Path) -> str | None:
     """What a source is: 'name', 'ctranslate2' (a directory with model.bin), 'hf' (its
     config.json says model_type "whisper"), 'openai' (a file: a .pt checkpoint), or None."""
-    import json
-
     path = Path(source)
     if str(source) in PRETRAINED:
         return "name"
@@ -44,9 +43,9 @@ def whisper_source_kind(source: str | Path) -> str | None:
         return "openai"
     if (path / "model.bin").is_file():
         return "ctranslate2"
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a regular file of JSON, read with the bounds of every reader (textfiles.py)
+        config = read_json(path / "config.json", "config")
+    except GlassformerError:
         return None
     return "hf" if isinstance(config, dict) and config.get("model_type") == "whisper" else None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from glassformer.configs import require_positive, require_seed
+from glassformer.configs import require_at_most, require_positive, require_seed
 from glassformer.errors import ConfigError
 
 MAX_BEAM_SIZE = 64  # more beams cost memory and time with nothing to gain
@@ -20,6 +20,10 @@ MIN_TEMPERATURE = 1e-3
 # ids (the top probability of V is at least 1/V), so smaller values mean nothing more, and
 # far smaller ones (1e-300) round to 0 in float32 and would drop every token.
 MIN_TOP_P = 1e-6
+# The most tokens one generation may ask for: a long book (about 400 KB of English text).
+# Each token's step appends to a growing tensor of every token so far (and beam search keeps
+# B copies), so time and memory grow with the request; 10**9 would run for days.
+MAX_NEW_TOKENS = 100_000
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         require_positive(self, "max_new_tokens", "beam_size")
+        require_at_most(self, "max_new_tokens", MAX_NEW_TOKENS, "a long book of text")
         check_beam_size(self.beam_size)
         check_length_penalty(self.length_penalty)
         require_seed(self)

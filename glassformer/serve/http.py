@@ -24,7 +24,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -46,8 +46,8 @@ class BodyTooLarge(Exception):
 
 
 def one_line(message: str) -> str:
-    """The first line of a message, or a placeholder for an empty one."""
-    return str(message).strip().splitlines()[0] if str(message).strip() else "bad request"
+    """The first line of a message, or "bad request" for an empty one."""
+    return first_line(message, empty="bad request")
 
 
 OPENAI_PREFIX = "/v1/audio/"  # routes in OpenAI's API shape (serve/routes_openai.py)

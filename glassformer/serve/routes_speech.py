@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 from glassformer.audio.endpoint import SAMPLE_RATE
 
 MAX_CHUNK_BYTES = 256 * 1024  # one socket message: 8 s of 16-bit PCM at most
+MAX_CONTROL_CHARS = 256  # a text message: {"type": "end"} with room for spaces
 CLOSE_UNSUPPORTED = 1003  # WebSocket close codes (RFC 6455 section 7.4.1)
 CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
@@ -108,10 +109,13 @@ def pcm_samples(message: dict) -> np.ndarray | None:
                 CLOSE_INVALID, "binary messages must be 16-bit PCM (an even number of bytes)"
             )
         return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
-    try:
-        control = json.loads(text or "")
-    except ValueError:
+    if len(text or "") > MAX_CONTROL_CHARS:  # {"type": "end"}: refused before it is parsed
         control = None
+    else:
+        try:
+            control = json.loads(text or "")
+        except ValueError:
+            control = None
     if not isinstance(control, dict) or control.get("type") != "end":
         raise SocketRefused(CLOSE_UNSUPPORTED, 'text messages may only be {"type": "end"}')
     return None

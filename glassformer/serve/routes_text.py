@@ -27,7 +27,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from glassformer.serve.http import ApiError, describe_validation, one_line, require_content_type
+from glassformer.errors import first_line
+from glassformer.serve.http import ApiError, describe_validation, require_content_type
 
 if TYPE_CHECKING:
     from glassformer.decoding.config import DecodeConfig
@@ -140,7 +141,7 @@ async def generate(body: GenerateRequest, request: Request) -> StreamingResponse
         except Stopped:
             return
         except Exception as error:  # noqa: BLE001 - the stream has begun: report it in band
-            event = ("error", {"error": one_line(str(error) or type(error).__name__)})
+            event = ("error", {"error": first_line(error)})
         loop.call_soon_threadsafe(queue.put_nowait, event)
 
     worker = asyncio.ensure_future(state.thread.run(work))

@@ -155,7 +155,7 @@ def event_header(line: bytes) -> tuple[dict, int, int]:
     """An event's JSON line, checked, and the lengths of its data and payload (which follow)."""
     try:
         header = json.loads(line)
-    except ValueError:  # not JSON, or not text (UnicodeDecodeError is a ValueError)
+    except (ValueError, RecursionError):  # not JSON or not text; or 64 KiB of "[" nested
         raise BadEvent("not a Wyoming event: an event begins with a line of JSON") from None
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise BadEvent('not a Wyoming event: its JSON line has no "type"')
@@ -191,7 +191,10 @@ async def read_event(
             header, data_length, payload_length = event_header(line)
             data = header.get("data") or {}
             if data_length:
-                extra = json.loads(await reader.readexactly(data_length))
+                try:
+                    extra = json.loads(await reader.readexactly(data_length))
+                except RecursionError:
+                    raise BadEvent("an event's data is nested too deeply") from None
                 if not isinstance(extra, dict):
                     raise BadEvent("an event's data is not a JSON object")
                 data |= extra

@@ -21,10 +21,11 @@ special tokens frame a text is the decoder's choice, not the tokenizer's.
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 from glassformer.textfiles import parse_json, read_utf8
 from glassformer.tokenizer.bpe import N_BYTES, BPETokenizer
 from glassformer.tokenizer.io import MAX_TOKENIZER_BYTES, bytes_to_unicode
@@ -57,7 +58,7 @@ def tokenizer_from_hf_json(path: str | Path) -> RenumberedTokenizer:
             raise ValueError("not a JSON object")
         return tokenizer_from_hf_document(document)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = first_line(error)
         raise GlassformerError(f"{path}: not a supported tokenizer.json ({reason})") from None
 
 
@@ -157,13 +158,29 @@ def merges_and_ids(
 def reachable_tokens(tokens: set[str], merges: list[tuple[str, str]]) -> set[str]:
     """The tokens BPE can ever make from `tokens` (the bytes) with these merges.
 
+    A worklist: each merge is tried when it is read and again when a part it waits for is
+    made, so the time is linear in the merges whatever their order (a pass over all of them
+    per level went quadratic on a file listing a chain of merges last to first).
+
     Example: {"a", "b"} with merges [("a", "b"), ("c", "a"), ("ab", "a")] -> adds "ab", "aba"
     """
-    reachable, grown = set(tokens), True
-    while grown:  # a pass per level of merges whose parts were made after them; 2 for Whisper
-        size = len(reachable)
-        reachable.update(a + b for a, b in merges if a in reachable and b in reachable)
-        grown = len(reachable) > size
+    reachable = set(tokens)
+    waiting: dict[str, list[int]] = {}  # a part not made yet -> the merges that need it
+    made: deque[str] = deque()
+
+    def try_merge(index: int) -> None:
+        a, b = merges[index]
+        if a in reachable and b in reachable and a + b not in reachable:
+            reachable.add(a + b)
+            made.append(a + b)
+
+    for index, (a, b) in enumerate(merges):
+        for part in {a, b} - reachable:
+            waiting.setdefault(part, []).append(index)
+        try_merge(index)
+    while made:
+        for index in waiting.pop(made.popleft(), ()):
+            try_merge(index)
     return reachable
 
 

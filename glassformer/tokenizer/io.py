@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 from glassformer.files import check_output_files, output_path, write_text_atomically
 from glassformer.textfiles import parse_json, read_utf8
 from glassformer.tokenizer.base import FORMAT, FORMAT_VERSION, Tokenizer
@@ -54,8 +54,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     try:
         return tokenizer_from_json(document)
     except ValueError as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise GlassformerError(f"{path}: invalid tokenizer ({reason})") from None
+        raise GlassformerError(f"{path}: invalid tokenizer ({first_line(error)})") from None
 
 
 def tokenizer_from_json(document: dict[str, Any]) -> Tokenizer:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 
 import regex
 
-from glassformer.errors import ConfigError
+from glassformer.errors import ConfigError, first_line
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 GPT4_PATTERN = (
@@ -50,7 +50,7 @@ def resolve_pattern(pattern: str) -> str:
     try:
         regex.compile(pattern)
     except (regex.error, RecursionError, OverflowError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = first_line(error)
         raise ConfigError(f"pattern {pattern!r} is not a valid regex: {reason}") from None
     return pattern
 

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from glassformer.configs import config_from_dict, config_to_dict
-from glassformer.errors import CheckpointError
+from glassformer.errors import CheckpointError, first_line
 from glassformer.files import output_path, write_directory_atomically
 from glassformer.models.registry import MODELS, upgrade_header
 from glassformer.textfiles import read_json
@@ -100,15 +100,10 @@ def save_checkpoint(
     try:
         write_directory_atomically(directory, write, checkpoint_files(directory))
     except (OSError, SafetensorError) as error:  # a full disk, a lost mount: the old one stays
-        reason = getattr(error, "strerror", None) or one_line(str(error))
+        reason = getattr(error, "strerror", None) or first_line(error)
         kept = "the previous version is kept" if Path(directory).is_dir() else "nothing written"
         raise CheckpointError(f"{directory}: could not be written ({reason}); {kept}") from None
     return Path(directory)
-
-
-def one_line(text: str) -> str:
-    """The first line of an error's text."""
-    return text.strip().splitlines()[0] if text.strip() else "unknown error"
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -25,6 +25,9 @@ from glassformer.voice.grammar_syntax import check_expression, shown
 LETTERS = r"\p{L}\p{M}"  # letters with their combining marks ("i̇stanbul": i, then a dot)
 WORD = regex.compile(rf"[{LETTERS}']+")  # a word of a grammar: letters and apostrophes
 ACCEPT = -1  # the automaton's state after a whole sentence
+MAX_WORD_CHARS = 100  # letters in one word: German and Finnish compounds stay well under it;
+# one 100,000-letter word took the grammar's BPE tokenizer over two minutes to encode
+MAX_ELEMENTS = 200  # words and groups in one expression: a spoken command, not a speech
 TOKEN_PATTERN = re.compile(r"\[[^\]]*\]|\([^)]*\)|\$[A-Za-z0-9_]+:[A-Za-z0-9_]+|[^\s\[\]()$]+")
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # ’ and ʼ read as '
 NOT_WORD = regex.compile(r"[^\w\s']")  # \w of the regex module: letters, marks, digits, _
@@ -83,6 +86,11 @@ def parse_expression(expression: str, slot_types: set[str], where: str) -> list[
                 elements.append(((word,),))
     if not elements:
         raise GlassformerError(f"{where}: empty expression")
+    if len(elements) > MAX_ELEMENTS:
+        raise GlassformerError(
+            f"{where}: {len(elements)} words and groups in {shown(expression)}; a command has "
+            f"at most {MAX_ELEMENTS}"
+        )
     if all(() in element for element in elements):
         raise GlassformerError(f"{where}: every word of {shown(expression)} is optional")
     for alternative in itertools.chain.from_iterable(elements):
@@ -130,6 +138,10 @@ def check_words(phrase: str, what: str, where: str) -> None:
     "g.yaml: slot type 'x': the phrase 'a1' has '1', which no transcript holds (...)"
     """
     for word in phrase.split():
+        if len(word) > MAX_WORD_CHARS:
+            raise GlassformerError(
+                f"{where}: {what} has a word of {len(word):,} letters; at most {MAX_WORD_CHARS}"
+            )
         if not WORD.fullmatch(word):
             bad = next(char for char in word if not WORD.fullmatch(char))
             raise GlassformerError(

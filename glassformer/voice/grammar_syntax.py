@@ -26,9 +26,11 @@ import re
 import reprlib
 from pathlib import Path
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 from glassformer.textfiles import read_utf8
 
+MAX_GRAMMAR_BYTES = 4 << 20  # a grammar file: the Picovoice coffee maker's is 24 KB; 50 MB of
+# YAML took 1.35 GB to parse before any other limit could be checked
 CLOSING = {"(": ")", "[": "]"}  # the two kinds of group: optional words, alternatives
 SLOT = re.compile(r"[A-Za-z0-9_]+:[A-Za-z0-9_]+")  # what follows "$" in a slot reference
 SHOWN = reprlib.Repr()  # values in messages: 60-character strings, 3 items, 1 level deep
@@ -117,7 +119,7 @@ def read_grammar_file(path: Path) -> tuple[object, object]:
         GlassformerError: the file is missing, unreadable, not UTF-8, not YAML, or has no
             `context.expressions` mapping.
     """
-    text = read_utf8(path, "grammar")
+    text = read_utf8(path, "grammar", MAX_GRAMMAR_BYTES)
     try:
         document = load_yaml_strings(text)
     except ValueError as error:
@@ -214,7 +216,3 @@ def shown(value: object) -> str:
     Example: shown([["deep"]] * 9) -> "[[...], [...], [...], ...]"
     """
     return SHOWN.repr(value)
-
-
-def first_line(error: Exception) -> str:
-    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from glassformer.errors import GlassformerError
+from glassformer.errors import GlassformerError, first_line
 from glassformer.voice.grammar import Command, Grammar
 from glassformer.voice.manifest import MANIFEST, read_manifest
 
@@ -320,7 +320,7 @@ def synthesize(
         if not any((out / "clips").glob("*.wav")):  # no clip made: leave no half-made folder
             remove_made(made)
         if isinstance(error, write_errors()):
-            message = f"{out}: synthesis failed ({one_line(error)}); {kept(out)}"
+            message = f"{out}: synthesis failed ({first_line(error)}); {kept(out)}"
             raise GlassformerError(message) from None
         raise
 
@@ -331,12 +331,6 @@ def write_errors() -> tuple[type[BaseException], ...]:
     import soundfile
 
     return OSError, subprocess.CalledProcessError, soundfile.SoundFileError
-
-
-def one_line(error: BaseException) -> str:
-    """An error's first line, or its class name."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def kept(out: Path) -> str:

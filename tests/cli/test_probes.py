@@ -69,6 +69,8 @@ def inputs(root: Path) -> Path:
         "list.toml": "[train]\nlr = [1, 2]\n",
         "bad\udcff.txt": "To be.\n",  # a file name that is not UTF-8 (byte 0xff)
         "deep.json": "[" * 5000 + "]" * 5000,
+        "longword.yaml": f"context:\n  expressions:\n    go:\n      - {'o' * 200}\n",
+        "twice.yaml": "context:\n  expressions:\n    go:\n      - go\n    go:\n      - stop\n",
         "array.toml": "[[train]]\nsteps = 3\n",
         "deep.toml": "[train]\nlr = " + "[" * 5000 + "]" * 5000 + "\n",
         "digits.toml": "[train]\nsteps = " + "9" * 5000 + "\n",
@@ -365,6 +367,16 @@ ROWS = [
     (["translate", "{nopad}", "red cat"], "lacks the special token '<pad>'"),
     (["info", "{nanweights}"], "holds NaN or infinite values"),
     (["generate", "{nanweights}"], "holds NaN or infinite values"),
+    # an output that is one of the command's own inputs, refused before it is written
+    ([*TOKENIZER, "{in}/corpus.txt"], "corpus.txt: is also an input of this command"),
+    (
+        ["tokenizer", "export", "{lm}/last/tokenizer.json", "--to", "hf", "--out"]
+        + ["{lm}/last/tokenizer.json"],
+        "tokenizer.json: is also an input of this command",
+    ),
+    # grammars that would have changed without a word, or cost minutes to read
+    ([*SPEECH, "--grammar", "{in}/longword.yaml"], "a word of 200 letters; at most 100"),
+    ([*SPEECH, "--grammar", "{in}/twice.yaml"], "the key 'go' appears twice, on lines 3 and 5"),
     # a broken manifest line: one line naming the file and the line
     (["train", "speech", "--data", "{badmanifest}", "--out", "{out}/s"], "manifest.jsonl:3: "),
     (["voice", "synth", "--out", "{brokendata}", "--count", "2"], "manifest.jsonl:1: "),

@@ -60,6 +60,7 @@ def test_each_command_is_answered_and_listening_goes_on(client: TestClient) -> N
     [
         (lambda s: s.send_bytes(b"\x01\x02\x03"), 1007, "16-bit PCM"),
         (lambda s: s.send_text("hello"), 1003, "text messages"),
+        (lambda s: s.send_text("[" * 100_000), 1003, "text messages"),  # was a RecursionError
         (lambda s: s.send_bytes(b"\0" * (300 * 1024)), 1009, "at most"),
     ],
 )

@@ -154,7 +154,7 @@ def test_describe_transcribe_and_intent_from_speech(service, spoken: list) -> No
 
 
 def test_recognize_text_and_bad_requests(service) -> None:  # noqa: ANN001
-    from wyoming.audio import AudioChunk
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
     from wyoming.event import Event
     from wyoming.intent import Recognize
@@ -173,24 +173,31 @@ def test_recognize_text_and_bad_requests(service) -> None:  # noqa: ANN001
             answers.append(await until(client, "intent"))
             await client.write_event(Event("audio-chunk", {**MONO, "rate": "fast"}, b"\0\0"))
             answers.append(await until(client, "error"))
+            await client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+            await client.write_event(Event("audio-chunk", {**MONO, "rate": 2**70}, b"\0\0"))
+            answers.append(await until(client, "error"))  # the connection was dropped
+            await client.write_event(AudioStop().event())  # ends the refused stream, unanswered
             await client.write_event(Recognize(text="monday at nine p m").event())
             answers.append(await until(client, "intent"))  # the connection goes on
-        reader, writer = await raw(uri)  # garbage: one error, then the connection is closed
-        writer.write(b"this is not json\n")
-        answers.append(await answers_until_closed(reader, 10))
-        writer.close()
+        for garbage in (b"this is not json\n", b"[" * 60_000 + b"\n"):  # one error, a close
+            reader, writer = await raw(uri)
+            writer.write(garbage)
+            answers.append(await answers_until_closed(reader, 10))
+            writer.close()
         return answers
 
     answers = asyncio.run(with_server(service, talk))
-    intent, not_recognized, error, no_text, bad_rate, still, after_garbage = answers
+    intent, not_recognized, error, no_text, bad_rate, huge_rate, still, *after_garbage = answers
     assert intent.type == "intent" and intent.data["name"] == "book"
     assert not_recognized.type == "not-recognized"
     assert error.type == "error" and "audio-start" in error.data["text"]
     assert no_text.type == "error" and "text is missing" in no_text.data["text"]
     assert bad_rate.type == "error" and "rate is 'fast'" in bad_rate.data["text"]
+    assert huge_rate.type == "error" and "a rate from 1 to 384000 Hz" in huge_rate.data["text"]
     assert still.type == "intent"
-    assert [e.type for e in after_garbage] == ["error"]
-    assert "not a Wyoming event" in after_garbage[0].data["text"]
+    for closed in after_garbage:  # not JSON; 60,000 nested "[" (a RecursionError before)
+        assert [e.type for e in closed] == ["error"]
+        assert "not a Wyoming event" in closed[0].data["text"]
 
 
 def test_several_clients_at_once(service, spoken: list) -> None:  # noqa: ANN001

@@ -205,3 +205,17 @@ def test_a_broken_saved_renumbering_is_one_line(trained_file: Path, tmp_path: Pa
     with pytest.raises(GlassformerError, match="ids must be distinct") as error:
         load_tokenizer(path)
     assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_merges_listed_last_to_first_are_read_in_linear_time() -> None:
+    """A chain of merges each using the one listed after it: a pass over every merge per
+    level took 20,000 passes over 20,000 merges."""
+    import time
+
+    from glassformer.tokenizer.hf_json import reachable_tokens
+
+    chain = [("a" * (i + 1), "a") for i in range(20_000)][::-1]
+    started = time.perf_counter()
+    reachable = reachable_tokens({"a"}, chain)
+    assert len(reachable) == 20_001 and "a" * 20_001 in reachable
+    assert time.perf_counter() - started < 10

@@ -466,3 +466,25 @@ def test_words_of_any_script_are_read_as_written() -> None:
     assert grammar.parse("go to krakow").slots == {"city": "krakow"}
     assert grammar.parse("Don’t stop.") == Command("don't stop", "go", {})
     assert normalize("a\u00adb c\u200dd") == "ab cd"  # soft hyphen, zero-width joiner
+
+
+@pytest.mark.parametrize(
+    ("expressions", "slots", "message"),
+    [
+        ({"a": ["x" * 100_000]}, {}, "a word of 100,000 letters; at most 100"),  # BPE: minutes
+        ({"a": ["go"]}, {"s": ["y" * 101]}, "a word of 101 letters"),
+        ({"a": [" ".join(["go"] * 3000)]}, {}, "3000 words and groups"),  # a RecursionError
+    ],
+)
+def test_a_grammar_is_bounded_where_it_is_read(
+    expressions: dict, slots: dict, message: str
+) -> None:
+    with pytest.raises(GlassformerError, match=message):
+        Grammar(expressions, slots)
+
+
+def test_a_grammar_file_is_bounded_before_it_is_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    path.write_text("context:\n  expressions:\n    a:\n" + "      - go\n" * 500_000)  # 5.5 MB
+    with pytest.raises(GlassformerError, match="more than a grammar file may hold"):
+        Grammar.from_yaml(path)

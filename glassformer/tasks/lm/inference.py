@@ -25,22 +25,6 @@ from glassformer.tokenizer.base import Tokenizer
 if TYPE_CHECKING:
     from glassformer.decoding.config import DecodeConfig
 
-# The most tokens one generation may ask for: a long book (about 400 KB of English text).
-# Each token's step appends to a growing tensor of every token so far (and beam search keeps
-# B copies), so time and memory grow with the request; 10**9 would run for days.
-MAX_NEW_TOKENS = 100_000
-
-
-def check_new_tokens(config: DecodeConfig) -> None:
-    """Raise ConfigError if config.max_new_tokens is over MAX_NEW_TOKENS.
-
-    TODO(issue 26): DecodeConfig.__post_init__ is where this belongs (decoding/config.py,
-    `require_at_most`); it lives here until that file can change.
-    """
-    from glassformer.configs import require_at_most
-
-    require_at_most(config, "max_new_tokens", MAX_NEW_TOKENS, "a long book of text")
-
 
 def load_lm(path: str | Path, device: str = "cpu") -> tuple[GPT, Tokenizer]:
     """A language-model run or checkpoint directory -> the GPT (eval mode) and its tokenizer."""
@@ -84,13 +68,9 @@ def generate_text(
     model cannot see more); generation itself may run past the context window. `compile`
     runs greedy decoding and sampling through the compiled static-shape step
     (decoding/static.py); beam search always runs eagerly.
-
-    Raises:
-        ConfigError: config.max_new_tokens over MAX_NEW_TOKENS.
     """
     from glassformer.decoding.search import generate
 
-    check_new_tokens(config)
     device = next(model.parameters()).device
     context = model.config.max_len
     ids = encode_prompt(tokenizer, prompt, context)

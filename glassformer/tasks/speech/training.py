@@ -37,6 +37,7 @@ from glassformer.tasks.speech.data import (
     grammar_tokenizer,
     load_noises,
 )
+from glassformer.textfiles import read_utf8
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.train.config import TrainConfig
 from glassformer.train.loop import Batch, TrainResult
@@ -230,7 +231,7 @@ def train_speech(
         data_config,
         train_config.batch_size,
         load_noises(data_config.noise_dir),
-        Path(grammar_path).read_text(encoding="utf-8"),
+        read_utf8(grammar_path, "grammar"),  # kept in each checkpoint, read with the bounds
         targets,
         decoding,
     )
