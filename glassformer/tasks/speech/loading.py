@@ -19,7 +19,7 @@ from pathlib import Path
 from glassformer.audio.features import FeatureConfig
 from glassformer.configs import config_from_dict
 from glassformer.errors import CheckpointError
-from glassformer.tasks.common import TOKENIZER_FILE, load_task_checkpoint, special_ids
+from glassformer.tasks.common import load_task_parts, special_ids
 from glassformer.tasks.speech.config import GRAMMAR_FILE
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel
 from glassformer.tokenizer.base import Tokenizer
@@ -54,13 +54,12 @@ def load_speech_model(
     from glassformer.convert.whisper_sources import is_pretrained_source
     from glassformer.tasks.speech.pretrained import load_pretrained
     from glassformer.tasks.speech.vocabulary import read_vocabulary
-    from glassformer.tokenizer.io import load_tokenizer
 
     if is_pretrained_source(source) or not Path(source).exists():
         speech = load_pretrained(source, device, widen)  # an unknown name: one line listing ours
         return use_grammar(speech, grammar)
 
-    model, directory, header = load_task_checkpoint(source, "speech", device)
+    model, tokenizers, directory, header = load_task_parts(source, "speech", device)
     where = directory / "config.json"
     if not isinstance(header.get("features"), dict):
         raise CheckpointError(f'{where}: no "features" settings')
@@ -68,7 +67,7 @@ def load_speech_model(
         features = config_from_dict(FeatureConfig, header["features"])
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{where}: invalid features: {error}") from None
-    tokenizer = load_tokenizer(directory / TOKENIZER_FILE)
+    tokenizer = tokenizers["tokenizer"]  # read once, and checked to fit the model
     decoding = header.get("decoding") or default_decoding(tokenizer)
     rules = DecodingRules.from_json(decoding, str(where))
     reading = read_vocabulary(tokenizer, rules, model.config.tgt_vocab_size)
