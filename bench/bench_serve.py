@@ -66,11 +66,11 @@ def recorded_clips(count: int = 32) -> tuple[list[bytes], str]:
     return clips, str(grammar)
 
 
-def rss_mb(pid: int) -> float | None:
-    """The process's resident memory in MB (None where /proc is not there)."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
+    """The process's resident memory in MB (VmHWM: its peak; None where /proc is not there)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None

@@ -65,16 +65,6 @@ def long_upload(seconds: float, fmt: str, seed: int) -> bytes:
     return buffer.getvalue()
 
 
-def peak_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 async def one_round(url: str, uploads: list[bytes], mime: str) -> list[int]:
     import httpx
 
@@ -129,7 +119,7 @@ def main() -> None:
                     "seconds": round(took, 1),
                     "answered": sum(s == 200 for s in statuses),
                     "rss_mb": round(rss_mb(server.pid)),
-                    "peak_mb": round(peak_mb(server.pid) or 0),
+                    "peak_mb": round(rss_mb(server.pid, "VmHWM") or 0),
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)

@@ -152,10 +152,17 @@ def open_regular(path: str | Path, flags: int) -> int:
         descriptor = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except OSError as error:  # ENXIO: a FIFO nobody reads appeared after the check
         raise GlassformerError(f"{path}: cannot be written ({error.strerror})") from None
+    return keep_if_regular(descriptor, lambda kind: f"{path}: is {kind}, not a regular file")
+
+
+def keep_if_regular(descriptor: int, refusal: Callable[[str], str]) -> int:
+    """`descriptor`, opened without blocking, made blocking again if it is a regular file;
+    else closed and GlassformerError(refusal(what it is)). Checked on the open file, not the
+    path: nothing can be swapped in between."""
     mode = os.fstat(descriptor).st_mode
     if not stat.S_ISREG(mode):
         os.close(descriptor)
-        raise GlassformerError(f"{path}: is {kind_of(mode)}, not a regular file; refusing it")
+        raise GlassformerError(refusal(kind_of(mode)))
     os.set_blocking(descriptor, True)
     return descriptor
 

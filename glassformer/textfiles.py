@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from glassformer.errors import GlassformerError, first_line
-from glassformer.files import kind_of
+from glassformer.files import keep_if_regular, kind_of
 
 BLOCK_BYTES = 1 << 20  # bytes read from a file at a time (about as many characters of text)
 MAX_SMALL_FILE_BYTES = 16 << 20  # a file read whole unless its caller says otherwise: a
@@ -127,11 +127,7 @@ def open_regular_file(path: str | Path, kind: str) -> IO[bytes]:
         raise GlassformerError(f"{path}: no such {file_noun(kind)}") from None
     except OSError as error:
         raise GlassformerError(f"{path}: cannot be read ({error.strerror})") from None
-    mode = os.fstat(descriptor).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(descriptor)
-        raise GlassformerError(f"{path}: is {kind_of(mode)}, not a {file_noun(kind)}")
-    os.set_blocking(descriptor, True)
+    keep_if_regular(descriptor, lambda what: f"{path}: is {what}, not a {file_noun(kind)}")
     return os.fdopen(descriptor, "rb")
 
 
