@@ -9,8 +9,12 @@ the beam finds the grammar sentence the model likes best: the grammar restricts,
 chooses.
 
 Checks run on characters, not tokens, so any tokenizer works, including BPE tokens that hold
-parts of words. Tokens are tried from the most likely down and only until `keep` are allowed
-per beam: beam search with K beams never needs more than K continuations of one beam.
+parts of words, or parts of one character: a byte-level BPE (Whisper's) writes a third of
+Chinese characters as two tokens of their UTF-8 bytes, so a text is kept as bytes and read up
+to its last whole character; a token that leaves a character unfinished is allowed when the
+text before it can continue and its bytes can begin a character (the next token finishes it,
+and is checked then). Tokens are tried from the most likely down and only until `keep` are
+allowed per beam: beam search with K beams never needs more than K continuations of one beam.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ class TextConstraint:
     """A `restrict` callable for decoding.search.beam_search.
 
     Args:
-        token_texts: the text of every token id (specials may map to "").
+        token_texts: the text of every token id as the grammar reads it, str or UTF-8 bytes
+            (b"" never allowed: specials); a token may hold part of a character's bytes.
         can_continue: text -> whether an allowed sentence starts with it.
         accepts: text -> whether it is a whole allowed sentence.
         eos_id: the end-of-text token, allowed only after a whole sentence.
@@ -39,7 +44,7 @@ class TextConstraint:
 
     def __init__(
         self,
-        token_texts: Sequence[str],
+        token_texts: Sequence[str | bytes],
         can_continue: Callable[[str], bool],
         accepts: Callable[[str], bool],
         eos_id: int,
@@ -48,7 +53,7 @@ class TextConstraint:
         patience: int = 64,
         closers: Iterable[int] = (),
     ) -> None:
-        self.token_texts = list(token_texts)
+        self.token_bytes = [t.encode() if isinstance(t, str) else t for t in token_texts]
         self.can_continue = can_continue
         self.accepts = accepts
         self.eos_id = eos_id
@@ -57,25 +62,33 @@ class TextConstraint:
         self.patience = patience
         self.closers = frozenset(closers)
 
-    def text(self, row: list[int]) -> str:
-        return "".join(self.token_texts[t] for t in row[self.start :])
+    def text(self, row: list[int]) -> bytes:
+        return b"".join(self.token_bytes[t] for t in row[self.start :])
 
-    def allowed(self, text: str, ranked: Iterable[int]) -> list[int]:
+    def readable(self, written: bytes, piece: bytes) -> bool:
+        """Whether the grammar can continue the text of written + piece (its whole characters;
+        an unfinished last character is checked when the token finishing it is tried)."""
+        text, tail = whole_characters(written + piece)
+        return text is not None and self.can_continue(text) and can_start_character(tail)
+
+    def allowed(self, text: bytes | str, ranked: Iterable[int]) -> list[int]:
         """The first `keep` tokens of `ranked` (best first) that keep the text allowed.
 
         Where the grammar allows only one or two continuations, finding `keep` of them would
         mean testing the whole vocabulary; once one is found, the search stops after the
         `patience` most likely tokens (what lies below them cannot win a beam anyway).
         """
+        text = text.encode() if isinstance(text, str) else text
         found = []
         for tried, token in enumerate(ranked):
             if found and tried >= self.patience:
                 break
             if token == self.eos_id or token in self.closers:
-                ok = self.accepts(text)
+                whole, tail = whole_characters(text)
+                ok = whole is not None and not tail and self.accepts(whole)
             else:
-                piece = self.token_texts[token]
-                ok = bool(piece) and self.can_continue(text + piece)
+                piece = self.token_bytes[token]
+                ok = bool(piece) and self.readable(text, piece)
             if ok:
                 found.append(token)
                 if len(found) == self.keep:
@@ -94,6 +107,41 @@ class TextConstraint:
             allowed = self.allowed(self.text(row), ranked)
             restricted[n, allowed] = log_probs[n, allowed]
         return restricted
+
+
+def whole_characters(data: bytes) -> tuple[str | None, bytes]:
+    """The text of `data` up to its last whole character, and the bytes after it (at most
+    3: the start of an unfinished character, or bytes that start none, which
+    can_start_character refuses); (None, b"") when the bytes before them are not UTF-8.
+
+    Example: "门".encode()[:2] -> ("", b"\xe9\x97"); b"a\xffbcd" -> (None, b"")
+    """
+    for cut in range(len(data), max(len(data) - 4, -1), -1):
+        try:
+            return data[:cut].decode("utf-8"), data[cut:]
+        except UnicodeDecodeError:
+            continue
+    return None, b""
+
+
+def can_start_character(tail: bytes) -> bool:
+    """Whether the bytes are the beginning of some UTF-8 character (b"" too).
+
+    Example: b"\xe9\x97" -> True (3 bytes, 2 given); b"\x97" -> False (a continuation byte)
+    """
+    if not tail:
+        return True
+    lead = tail[0]
+    length = (
+        2
+        if 0xC2 <= lead <= 0xDF
+        else 3
+        if 0xE0 <= lead <= 0xEF
+        else 4
+        if 0xF0 <= lead <= 0xF4
+        else 0
+    )
+    return length > len(tail) and all(0x80 <= b <= 0xBF for b in tail[1:])
 
 
 def best_first(scores: torch.Tensor, top_values: list[float], top_ids: list[int]):  # noqa: ANN201

@@ -57,11 +57,27 @@ def load_yaml_strings(text: str) -> object:
     and numbers become Unquoted strings, so a caller can still tell they were bare.
 
     Raises:
-        ValueError: the text is not valid YAML, or uses an alias.
+        ValueError: the text is not valid YAML, uses an alias or writes a key twice.
     """
+    return load_checked_yaml(text, words=True, kind="a grammar")
+
+
+def load_yaml_plain(text: str, kind: str = "this file") -> object:
+    """Safe YAML with its own types (numbers stay numbers: a home file, Home Assistant's
+    custom sentences), aliases and keys written twice refused as load_yaml_strings does.
+
+    Raises:
+        ValueError: the text is not valid YAML, uses an alias or writes a key twice.
+    """
+    return load_checked_yaml(text, words=False, kind=kind)
+
+
+def load_checked_yaml(text: str, words: bool, kind: str) -> object:
+    """yaml.safe_load, refusing aliases (a "billion laughs" never expands) and keys written
+    twice (YAML keeps the last silently); with `words` every scalar stays text."""
     import yaml
 
-    class WordsLoader(yaml.SafeLoader):
+    class CheckedLoader(yaml.SafeLoader):
         def compose_node(self, parent: object, index: object) -> object:
             if self.check_event(yaml.AliasEvent):  # *name: a reference that would expand
                 event = self.peek_event()
@@ -69,7 +85,7 @@ def load_yaml_strings(text: str) -> object:
                     None,
                     None,
                     f"the alias *{event.anchor} on line {event.start_mark.line + 1}: aliases "
-                    "are not allowed in a grammar (write the entries out)",
+                    f"are not allowed in {kind} (write the entries out)",
                     event.start_mark,
                 )
             return super().compose_node(parent, index)
@@ -92,22 +108,24 @@ def load_yaml_strings(text: str) -> object:
                     )
             return super().construct_mapping(node, deep)
 
-    renamed = {"bool": "!unquoted-boolean", "int": "!unquoted-number", "float": "!unquoted-number"}
-    WordsLoader.yaml_implicit_resolvers = {
-        first: [(renamed.get(tag.rsplit(":", 1)[-1], tag), pattern) for tag, pattern in resolvers]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    WordsLoader.add_constructor(
-        "!unquoted-boolean", lambda loader, node: UnquotedBoolean(loader.construct_scalar(node))
-    )
-    WordsLoader.add_constructor(
-        "!unquoted-number", lambda loader, node: Unquoted(loader.construct_scalar(node))
-    )
+    if words:
+        renamed = {"bool": "!unquoted-boolean", "int": "!unquoted-number"}
+        renamed["float"] = "!unquoted-number"
+        CheckedLoader.yaml_implicit_resolvers = {
+            first: [(renamed.get(tag.rsplit(":", 1)[-1], tag), pattern) for tag, pattern in rules]
+            for first, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        CheckedLoader.add_constructor(
+            "!unquoted-boolean", lambda loader, node: UnquotedBoolean(loader.construct_scalar(node))
+        )
+        CheckedLoader.add_constructor(
+            "!unquoted-number", lambda loader, node: Unquoted(loader.construct_scalar(node))
+        )
     # PyYAML's constructors fail in their own ways on explicitly tagged junk ("!!int ",
     # "!!timestamp x": IndexError, AttributeError, ...): all of them mean "not valid YAML".
     broken = (yaml.YAMLError, ArithmeticError, AttributeError, LookupError, RecursionError)
     try:
-        return yaml.load(text, Loader=WordsLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=CheckedLoader)  # noqa: S506 - a SafeLoader subclass
     except (*broken, TypeError, ValueError) as error:
         raise ValueError(str(error) or type(error).__name__) from None
 

@@ -103,3 +103,27 @@ def test_ranking_few_tokens_at_first_finds_the_same_sentences(monkeypatch) -> No
     assert [
         decode(p, constrained=True) for p in ([0, 3, 4], [0, 3, 2, 3, 4], [0, 3, 1])
     ] == expected
+
+
+def test_a_character_written_as_two_tokens_is_read_whole() -> None:
+    """A byte-level BPE writes 门 as two tokens of its UTF-8 bytes: the first is allowed (it
+    can begin a character), the pair only where the grammar has the character."""
+    from glassformer.decoding.constraints import can_start_character, whole_characters
+
+    door = "门".encode()
+    texts = [door[:2], door[2:], "开".encode(), b"x"]
+    sentences = {"开门"}
+    constraint = TextConstraint(
+        texts,
+        lambda t: any(s.startswith(t) for s in sentences),
+        lambda t: t in sentences,
+        eos_id=4,
+        start=0,
+        keep=4,
+    )
+    assert constraint.allowed("开".encode(), [0, 3, 2]) == [0]  # half of 门 may follow 开
+    assert constraint.allowed("开".encode() + door[:2], [1, 3, 4]) == [1]  # and its end
+    assert constraint.allowed("开".encode() + door, [4, 3]) == [4]  # then only the end
+    assert whole_characters(door[:2]) == ("", door[:2]) and can_start_character(door[:2])
+    assert whole_characters(b"a\xffbcd") == (None, b"") and not can_start_character(door[1:2])
+    assert whole_characters(b"ab\xff") == ("ab", b"\xff") and not can_start_character(b"\xff")

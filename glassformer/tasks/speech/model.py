@@ -91,7 +91,8 @@ def token_ids(values: object) -> tuple[int, ...]:
 class VocabularyReading:
     """The vocabulary as a grammar reads it (tasks/speech/vocabulary.read_vocabulary)."""
 
-    token_texts: tuple[str, ...]  # each token id's text, lower case; "" = never in a sentence
+    token_texts: tuple[bytes, ...]  # each token's text, lower-case UTF-8 (maybe part of a
+    # character); b"" = never in a sentence
     closers: frozenset[int]  # tokens that only end a sentence ('.', '!', '?')
 
 

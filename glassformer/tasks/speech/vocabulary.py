@@ -21,12 +21,11 @@ import torch
 from glassformer.decoding.constraints import TextConstraint
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel, VocabularyReading
 from glassformer.tokenizer.base import Tokenizer
-from glassformer.voice.expressions import LETTERS
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
 WORD_CASE = regex.compile(r" \p{Lu}[\p{Ll}\p{M}']*|\p{Lu}[\p{Ll}\p{M}']+")  # " One", "Öl": a
 # capital first letter, in any script that has capitals
-GRAMMAR_TEXT = regex.compile(rf"[{LETTERS}' ]+")  # letters, apostrophes, spaces: normalized text
+TWO_CAPITALS = regex.compile(r" ?\p{Lu}\p{Lu}")  # " TV": a two-letter word in capitals
 
 
 def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
@@ -65,31 +64,42 @@ def read_vocabulary(
     tokenizer: Tokenizer, rules: DecodingRules, vocab_size: int
 ) -> VocabularyReading:
     """grammar_reading for a model of `vocab_size` outputs (ids past the tokenizer's, such as
-    Whisper's timestamps, read as "": never in a sentence)."""
+    Whisper's timestamps, read as b"": never in a sentence)."""
     texts, closers = grammar_reading(tokenizer, rules.suppress)
-    texts += [""] * (vocab_size - len(texts))
+    texts += [b""] * (vocab_size - len(texts))
     return VocabularyReading(tuple(texts), frozenset(closers))
 
 
-def grammar_reading(tokenizer: Tokenizer, never: Iterable[int]) -> tuple[list[str], list[int]]:
-    """Each token's text as a grammar reads it, and the tokens that may only end a sentence.
+def grammar_reading(tokenizer: Tokenizer, never: Iterable[int]) -> tuple[list[bytes], list[int]]:
+    """Each token's text as a grammar reads it (UTF-8 bytes), and the tokens that may only end
+    a sentence.
 
-    Texts are lower case; "" (never allowed) for special tokens and for any text a
-    normalized sentence cannot contain (digits, punctuation). Closers are tokens made only of
-    '.', '!' or '?': allowed once the grammar accepts the sentence, adding no words.
+    Texts are lower case; b"" (never allowed) for special tokens. Which characters a sentence
+    may hold is the grammar's to say (a Rhino grammar: letters; Home Assistant's: digits and
+    % too). A token that is part of a character (a byte-level BPE writes many Chinese
+    characters as two tokens) keeps its bytes: the constraint reads them with the next.
+    Closers are tokens made only of '.', '!' or '?': allowed once the grammar accepts the
+    sentence, adding no words.
 
-    A pretrained tokenizer writes " Make" and "."; the grammar sees " make", the period is
-    not allowed, so numbers come out as the grammar's words. Capitals are allowed only as a
-    word's first letter (" One", "One"): else the beam spells "ONE", "onE" or "NiNe" out of
-    odd pieces when the audio is unclear, and those spellings were a share of the misses on
-    real spoken digits.
+    A pretrained tokenizer writes " Make" and "."; the grammar sees " make". Capitals are
+    allowed as a word's first letter (" One", "Öl") and in a two-letter word (" TV"), not
+    elsewhere: else the beam spells "ONE", "onE" or "NiNe" out of odd pieces when the audio
+    is unclear, and those spellings were a share of the misses on real spoken digits.
     """
     specials = set(tokenizer.special_tokens.values()) | set(never)
     texts, closers = [], []
     for token in range(tokenizer.vocab_size):
-        text = "" if token in specials else tokenizer.decode([token])
-        natural = text == text.lower() or WORD_CASE.fullmatch(text)
-        texts.append(text.lower() if natural and GRAMMAR_TEXT.fullmatch(text.lower()) else "")
+        if token in specials:
+            texts.append(b"")
+            continue
+        data = tokenizer.token_bytes(token)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # part of a character: its bytes, read with the next
+            texts.append(data)
+            continue
+        natural = text == text.lower() or WORD_CASE.fullmatch(text) or TWO_CAPITALS.fullmatch(text)
+        texts.append(text.lower().encode() if natural and not CLOSER_TEXT.fullmatch(text) else b"")
         if CLOSER_TEXT.fullmatch(text):
             closers.append(token)
     return texts, closers

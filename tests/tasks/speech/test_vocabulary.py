@@ -19,35 +19,40 @@ class Pieces:
     def decode(self, ids: list[int]) -> str:
         return "".join(self.pieces[i] for i in ids)
 
+    def token_bytes(self, token: int) -> bytes:
+        return self.pieces[token].encode()
+
 
 def test_words_of_any_script_are_read_and_odd_capitals_are_not() -> None:
-    pieces = [
-        " One",
-        "One",
-        "ONE",
-        "onE",
-        " İstanbul",
-        " Öl",
-        "東京",
-        " zürich",
-        "3",
-        ".",
-        "?!",
-        "<e>",
-    ]
+    pieces = [" One", "One", "ONE", "onE", " İstanbul", " Öl", "東京", " zürich"]
+    pieces += ["3", ".", "?!", "<e>", " TV", "TVS"]
     texts, closers = grammar_reading(Pieces(pieces, {"<e>": 11}), never=[])
     assert texts == [
-        " one",
-        "one",
-        "",  # capitals inside a word: the beam spelt "ONE" out of odd pieces on unclear audio
-        "",
-        " i\u0307stanbul",  # a capital of another script, its dot kept in the word
-        " öl",
-        "東京",  # a script without case
-        " zürich",
-        "",  # digits: a normalized sentence holds words
-        "",
-        "",
-        "",  # a special token
+        b" one",
+        b"one",
+        b"",  # capitals inside a word: the beam spelt "ONE" out of odd pieces on unclear audio
+        b"",
+        " i\u0307stanbul".encode(),  # a capital of another script, its dot kept in the word
+        " öl".encode(),
+        "東京".encode(),  # a script without case
+        " zürich".encode(),
+        b"3",  # a digit: the grammar says whether a sentence holds it
+        b"",  # closers end a sentence and add nothing
+        b"",
+        b"",  # a special token
+        b" tv",  # a two-letter word in capitals
+        b"",
     ]
     assert closers == [9, 10]
+
+
+def test_a_token_that_is_part_of_a_character_keeps_its_bytes() -> None:
+    """Whisper writes 门 (door) as two tokens of its three UTF-8 bytes."""
+    door = "门".encode()
+
+    class Bytes(Pieces):
+        def token_bytes(self, token: int) -> bytes:
+            return [door[:2], door[2:], b" on"][token]
+
+    texts, _ = grammar_reading(Bytes(["", "", ""], {}), never=[])
+    assert texts == [door[:2], door[2:], b" on"]
