@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from glassformer.cli.evaluate import add_evaluate_command
 from glassformer.cli.explain import add_explain_commands
+from glassformer.cli.homeassistant import add_intents_command
 from glassformer.cli.lm import add_lm_commands
 from glassformer.cli.serve import add_serve_commands
 from glassformer.cli.tokenizer import add_tokenizer_commands
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lm_commands(commands, train_tasks, formatter)
     add_evaluate_command(commands, formatter)
     add_voice_commands(commands, train_tasks, formatter)
+    add_intents_command(commands, formatter)
     add_translation_commands(commands, train_tasks, formatter)
     add_explain_commands(commands, formatter)
     add_serve_commands(commands, formatter)

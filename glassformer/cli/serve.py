@@ -156,10 +156,12 @@ def cmd_wyoming(args: argparse.Namespace) -> None:
     from glassformer.serve.model_thread import ModelThread
     from glassformer.serve.models import load_speech
 
+    if args.zeroconf is not None and not args.uri.startswith("tcp://"):
+        raise GlassformerError("--zeroconf announces a tcp:// service: give --uri tcp://HOST:PORT")
     listeners = load_speech(config, args.grammars)
     service = Service(listeners, args.speech, ModelThread())
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
-    asyncio.run(serve(args.uri, service))
+    asyncio.run(serve(args.uri, service, args.zeroconf))
 
 
 def check_wyoming_uri(uri: str) -> None:
@@ -229,6 +231,14 @@ def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -
         default=[],
         dest="grammars",
         help="a command grammar, a model by its file's stem; repeat for several",
+    )
+    wyoming.add_argument(
+        "--zeroconf",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="announce the service over mDNS so that Home Assistant discovers it (NAME: its "
+        "name there; default: this machine's)",
     )
     add_listener_flags(wyoming, skip=("grammar",))
     wyoming.set_defaults(handler=cmd_wyoming)

@@ -169,7 +169,9 @@ def beam_search(
     `step` receives B * beam_size rows: row b * beam_size + k is beam k of input row b (an
     encoder-decoder's memory must be repeated the same way, with repeat_interleave).
     `restrict` (constrained decoding, e.g. decoding/constraints.py) sees each beam's tokens so
-    far and its next-token log-probabilities and returns them with forbidden tokens at -inf.
+    far and its next-token log-probabilities and returns them with forbidden tokens at -inf;
+    a beam left with nothing allowed is dead (score -inf) and stops, so an input row whose
+    beams all died ends at once instead of writing arbitrary tokens to max_new_tokens.
     `prefill_once`: the first `step` gets the B prompts, not B * K copies, and the cache's
     rows are then repeated (KVCache.repeat_rows): the K beams of a row share its prompt, so
     a long prompt (Whisper's grammar context) runs once, not K times. For a step whose memory
@@ -208,6 +210,7 @@ def beam_search(
         tokens = torch.cat([tokens[rows], next_tokens[:, None]], dim=1)  # (B*K, T + 1)
         lengths = lengths[rows] + (~finished[rows]).float()
         finished = finished[rows] | (next_tokens == eos_id if eos_id is not None else False)
+        finished |= scores.view(-1) == float("-inf")  # a dead beam (nothing allowed) stops
         if bool(finished.all()):
             break
         logits = step(next_tokens[:, None], cache)[:, -1]  # (B*K, V)

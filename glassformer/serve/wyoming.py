@@ -98,12 +98,11 @@ class Service:
 def describe(service: Service) -> Event:
     """The info event: an ASR program (the model and each grammar) and intent programs."""
     by = Attribution(*ATTRIBUTION)
-    models = [
-        AsrModel(name, by, True, description, None, ["en"])
-        for name, description in [
-            (service.source, "free text"),
-            *((g, f"the commands of {g}") for g in service.listeners),
-        ]
+    languages = {name: [listener.language] for name, listener in service.listeners.items()}
+    models = [AsrModel(service.source, by, True, "free text", None, [service.free.language])]
+    models += [
+        AsrModel(name, by, True, f"the commands of {name}", None, languages[name])
+        for name in service.listeners
     ]
     asr = AsrProgram("glassformer", by, True, "spoken commands to text", None, models)
     asr.supports_transcript_streaming = True
@@ -114,7 +113,7 @@ def describe(service: Service) -> Event:
             True,
             f"the intents of {name}",
             None,
-            [IntentModel(name, by, True, None, None, ["en"])],
+            [IntentModel(name, by, True, None, None, languages[name])],
         )
         for name in service.listeners
     ]
@@ -379,7 +378,25 @@ class Handler(AsyncEventHandler):
         await self.write_event(TranscriptStop().event())
 
 
-async def serve(uri: str, service: Service) -> None:
-    """Serve Wyoming clients at `uri` (tcp://HOST:PORT, unix://PATH) until stopped."""
+async def serve(uri: str, service: Service, zeroconf: str | None = None) -> None:
+    """Serve Wyoming clients at `uri` (tcp://HOST:PORT, unix://PATH) until stopped; with
+    `zeroconf` (a name, "" for the machine's), announced over mDNS as _wyoming._tcp, which
+    Home Assistant discovers (the wyoming package's announcer)."""
     server = AsyncServer.from_uri(uri)
+    if zeroconf is not None:
+        await announce(uri, zeroconf)
     await server.run(functools.partial(Handler, service))
+
+
+async def announce(uri: str, name: str) -> object:
+    """Register the service at `uri` under `name` over zeroconf; the announcer is returned
+    (it answers mDNS queries while the event loop runs)."""
+    from urllib.parse import urlsplit
+
+    from wyoming.zeroconf import HomeAssistantZeroconf
+
+    parts = urlsplit(uri)
+    host = parts.hostname if parts.hostname not in ("0.0.0.0", "", None) else None
+    announcer = HomeAssistantZeroconf(port=parts.port, name=name or None, host=host)
+    await announcer.register_server()
+    return announcer

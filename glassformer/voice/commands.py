@@ -52,6 +52,11 @@ class CommandGrammar(Protocol):
         follow it): the streaming end rule waits for them."""
         ...
 
+    def next_characters(self, text: str) -> frozenset[str] | None:
+        """The characters that may follow `text` in some sentence (" " between words);
+        None: any character (free text may come next)."""
+        ...
+
     def parse(self, text: str) -> Command | None:
         """The intent and slots of a whole sentence; None for text the grammar cannot say."""
         ...

@@ -277,6 +277,20 @@ class Grammar:
                 self.prefix_answers[text] = known
         return known
 
+    def next_characters(self, text: str) -> frozenset[str]:
+        """The characters that may follow `text` ("" or a part word: the rest of words that
+        start so; a whole word: a space, when another word may follow it)."""
+        cut = text.rfind(" ") + 1
+        following, partial = self.next_words(text[:cut]), text[cut:]
+        if following is None:
+            return frozenset()
+        chars = {
+            w[len(partial)] for w in following if len(w) > len(partial) and w.startswith(partial)
+        }
+        if partial and partial in following and self.can_extend(text):
+            chars.add(" ")
+        return frozenset(chars)
+
     def accepts(self, text: str) -> bool:
         """Whether the normalized text (words, single spaces) is a whole sentence of the grammar."""
         following = self.next_words(text + " ") if text else None

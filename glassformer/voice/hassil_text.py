@@ -81,12 +81,19 @@ class Compiler:
         self.built: dict[tuple[str, str, str], Graph] = {}  # (kind, name, block key) -> graph
 
     def compile_all(self) -> list[tuple[Graph, str]]:
-        """Every template of every intent: its graph and its intent's name."""
+        """Every template of every intent: its graph and its intent's name. A template that
+        begins with free text ("{item} on my list") is left out (counted in self.left_out):
+        with nothing on its left to hold it, its wildcard lets any speech in, and the full
+        French set's "{command} in 1 second" turned every clip into a timer."""
         templates = []
+        self.left_out = 0
         for intent in self.intents.intents.values():
             for number, data in enumerate(intent.data):
                 block = self.block(intent.name, number, data)
                 for sentence in data.sentences:
+                    if self.starts_free(sentence.expression, block, 0):
+                        self.left_out += 1
+                        continue
                     graph = self.network.graph()
                     self.expression(sentence.expression, graph, block, sentence.text)
                     templates.append((graph, intent.name))
@@ -137,6 +144,36 @@ class Compiler:
             self.list_reference(expression, graph, block, where)
         else:
             raise GlassformerError(f"{where!r}: hassil gave an expression of an unknown kind")
+
+    def starts_free(self, expression: Any, block: Block, depth: int) -> bool:  # noqa: ANN401
+        """Whether the expression can begin with a wildcard (free text)."""
+        from hassil import (
+            Alternative,
+            ListReference,
+            Permutation,
+            RuleReference,
+            Sequence,
+        )
+
+        if depth > 32:  # rules calling rules this deep: hassil's own limit is lower
+            return False
+        if isinstance(expression, ListReference):
+            named = block.lists.get(expression.list_name)
+            return expression.list_name in block.wildcards or type(named).__name__ == (
+                "WildcardSlotList"
+            )
+        if isinstance(expression, RuleReference):
+            rule = block.rules.get(expression.rule_name)
+            return rule is not None and self.starts_free(rule.expression, block, depth + 1)
+        if isinstance(expression, (Alternative, Permutation)):
+            return any(self.starts_free(item, block, depth + 1) for item in expression.items)
+        if isinstance(expression, Sequence):
+            for item in expression.items:
+                if self.starts_free(item, block, depth + 1):
+                    return True
+                if not can_be_empty(item):
+                    return False
+        return False
 
     def inner(self, graph: Graph) -> Graph:
         """A fresh graph between graph.start and graph.end (one alternative's)."""
@@ -236,6 +273,19 @@ class Compiler:
                     ).append(there)
                 here = there
             net.epsilon[here].append(graph.end)
+
+
+def can_be_empty(expression: Any) -> bool:  # noqa: ANN401
+    """Whether the expression may match no text (a blank, an optional part)."""
+    from hassil import Alternative, Sequence, TextChunk
+
+    if isinstance(expression, TextChunk):
+        return not expression.text.strip()
+    if isinstance(expression, Alternative):
+        return any(can_be_empty(item) for item in expression.items)
+    if isinstance(expression, Sequence):
+        return all(can_be_empty(item) for item in expression.items)
+    return False
 
 
 def fits(context: dict | None, block: Block) -> bool:

@@ -36,7 +36,7 @@ from glassformer.voice.commands import Command
 from glassformer.voice.hassil_text import Compiler, fold_chunk, is_grammar_character
 from glassformer.voice.homes import Home
 from glassformer.voice.network_walks import PathCounts, count_paths, sample_text
-from glassformer.voice.sentence_network import Chart, NetworkRunner
+from glassformer.voice.sentence_network import ANY, Chart, NetworkRunner
 
 SENTENCE_SETS = ("speech", "full")  # the curated speech subset, or every sentence
 MICROPHONE_AREA = "\x00the microphone's room"  # the area context when none is named
@@ -101,12 +101,37 @@ def custom_documents(paths: list[str], language: str) -> list[tuple[str, dict]]:
             raise GlassformerError(f"{file}: not valid YAML ({first_line(error)})") from None
         if not isinstance(document, dict) or not isinstance(document.get("intents", {}), dict):
             raise GlassformerError(f"{file}: expected a mapping with intents (custom sentences)")
-        try:
-            Intents.from_dict({"language": language, **document})
+        try:  # hassil parses templates when first asked for them: ask now
+            parsed = Intents.from_dict({"language": language, **document})
+            for intent in parsed.intents.values():
+                for data in intent.data:
+                    data.sentences  # noqa: B018 - parsing is what is asked
         except Exception as error:  # noqa: BLE001 - hassil raises many kinds for a bad file
             raise GlassformerError(f"{file}: hassil cannot read it ({first_line(error)})") from None
         documents.append((str(file), document))
     return documents
+
+
+def slot_text(value: object) -> str:
+    """A slot's value as text: a whole number without its ".0" (hassil gives 40.0 for "40")."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def where_in_custom(message: str, files: list[str]) -> str:
+    """A message about a template ("'turn on {x}' uses the list {x}, ...") prefixed with the
+    custom sentences file and line that hold the template, when one does."""
+    from glassformer.textfiles import read_utf8
+
+    if not message.startswith("'") or "'" not in message[1:]:
+        return message
+    template = message[1 : message.index("'", 1)]
+    for file in files:
+        for number, line in enumerate(read_utf8(file, "custom sentences").splitlines(), 1):
+            if template in line:
+                return f"{file}:{number}: {message}"
+    return message
 
 
 class HomeAssistantGrammar:
@@ -138,6 +163,7 @@ class HomeAssistantGrammar:
         self.slot_lists = home_slot_lists(home)
         compiler = Compiler(self.sentences, self.slot_lists, self.language)
         self.templates = compiler.compile_all()
+        self.left_out = compiler.left_out  # templates that begin with free text
         self.network = compiler.network
         starts = [graph for graph, _ in self.templates]
         self.runner = NetworkRunner(self.network, starts, is_grammar_character)
@@ -153,13 +179,24 @@ class HomeAssistantGrammar:
         custom: list[str] | None = None,
         area: str | None = None,
     ) -> HomeAssistantGrammar:
+        """The sentences of `language` (module docstring), a user's custom sentences merged
+        in; an error in a custom template names its file and line.
+
+        Raises:
+            GlassformerError: an unknown language, a file hassil rejects, a template that
+                uses a list or rule nothing defines, a home that does not fit.
+        """
         from hassil import merge_dict
 
         document, which = intents_document(language, sentences)
-        for _, extra in custom_documents(list(custom or []), language):
+        extras = custom_documents(list(custom or []), language)
+        for _, extra in extras:
             document = json.loads(json.dumps(document))  # merge into a copy, not the package's
             merge_dict(document, extra)
-        return cls(document, home, area, which)
+        try:
+            return cls(document, home, area, which)
+        except GlassformerError as error:
+            raise GlassformerError(where_in_custom(str(error), [f for f, _ in extras])) from None
 
     # -- the constraint ---------------------------------------------------------------------
 
@@ -189,6 +226,10 @@ class HomeAssistantGrammar:
             and (self.runner.is_final(charts))
         )
 
+    def next_characters(self, text: str) -> frozenset[str] | None:
+        reads = self.charts(text)[-1].reads
+        return None if ANY in reads else frozenset(reads)
+
     def can_extend(self, text: str) -> bool:
         return bool(self.charts(text + " ")[-1].items)
 
@@ -210,9 +251,9 @@ class HomeAssistantGrammar:
         if result is None:
             return None
         slots = {
-            name: str(entity.value)
+            name: slot_text(entity.value)
             for name, entity in result.entities.items()
-            if entity.value is not None
+            if entity.value not in (None, MICROPHONE_AREA)  # no --area: the room is not named
         }
         return Command(fold(text), result.intent.name, slots)
 
@@ -247,10 +288,10 @@ def home_slot_lists(home: Home) -> dict[str, Any]:
 
     areas = [TextSlotValue(template_or_text(n), n, {"area": i}) for i, n in home.areas.items()]
     floors = [TextSlotValue(template_or_text(n), n) for n in home.floors.values()]
-    names = [
-        TextSlotValue(template_or_text(name), name, {"domain": entity.domain})
+    names = [  # every form of a name is read as the device's (first) name
+        TextSlotValue(template_or_text(form), entity.names[0], {"domain": entity.domain})
         for entity in home.entities
-        for name in entity.names
+        for form in entity.names
     ]
     return {
         "area": TextSlotList(name="area", values=areas),

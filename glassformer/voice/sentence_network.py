@@ -17,7 +17,8 @@ parser on a network of characters: NetworkRunner), each position's items compute
 ones before it. Spaces are read loosely, as hassil reads them: a run of template spaces
 matches one space of the text (an optional word skipped leaves two), and spaces at the start
 or the end are optional. A wildcard ({search_query}) reads any text of at least one
-character. Texts are normalized before they arrive (voice/homeassistant.py's `fold`).
+character and at most MAX_FREE_CHARACTERS. Texts are normalized before they arrive
+(voice/homeassistant.py's `fold`).
 
 Not here: hassil's template syntax (hassil parses it), slot values (hassil reads them from
 the text the network accepted), and which lists and rules a language has (voice/homeassistant.py).
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 
 ANY = "\x00"  # an edge that reads any character but a space (a wildcard's)
 MAX_CONFIGS = 50_000  # items at one position; a text that needs more is cut there
+MAX_FREE_CHARACTERS = 40  # a wildcard's text at most: a shopping item, a song's name
 
 
 @dataclass
@@ -76,13 +78,19 @@ class Network:
             self.epsilon[here].append(graph.end)
 
     def any_text(self, graph: Graph) -> None:
-        """Edges that read one or more characters of any text (a wildcard)."""
-        middle = self.state()
+        """Edges that read free text: 1 to MAX_FREE_CHARACTERS characters of any kind but a
+        space first (a wildcard's: "add {item} to my list"). Bounded, so that a wildcard at
+        a template's start cannot turn the constraint into no constraint at all."""
+        here = self.state()
         self.wildcards[graph.start] = graph.end
-        self.chars[graph.start][ANY] = [middle]
-        self.chars[middle][ANY] = [middle]
-        self.spaces[middle].append(middle)
-        self.epsilon[middle].append(graph.end)
+        self.chars[graph.start][ANY] = [here]
+        for _ in range(MAX_FREE_CHARACTERS - 1):
+            there = self.state()
+            self.chars[here][ANY] = [there]
+            self.spaces[here].append(there)
+            self.epsilon[here].append(graph.end)
+            here = there
+        self.epsilon[here].append(graph.end)
 
     def call(self, callee: Graph, graph: Graph) -> None:
         """graph.start -> the callee -> graph.end."""

@@ -26,6 +26,9 @@ GRAMMAR_FILE = "grammar.yaml"  # in every speech checkpoint: the grammar it was 
 DEFAULT_SPEECH_MODEL = "whisper-tiny.en"  # installed by setup (tasks/speech/pretrained.py)
 PRECISIONS = ("float32", "int8")  # weights of the linear layers (layers/quantized.py)
 MAX_WINDOW_STEP = 30.0  # seconds: Whisper's whole window
+SENTENCE_SETS = ("speech", "full")  # Home Assistant's speech subset, or all its sentences
+FALLBACKS = ("none", "free")  # what speech that is no command answers: nothing, free text
+MULTILINGUAL_MODEL = "whisper-base"  # the model of a language other than English, unless given
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,30 @@ class ListenerConfig:
     listening socket, Wyoming, demo) through one flag helper (cli/voice.add_listener_flags).
     None means the model's own, resolved once against the loaded model (SpeechOptions)."""
 
+    # another language than English: whisper-base (MULTILINGUAL_MODEL) unless a model is given
     model: str = DEFAULT_SPEECH_MODEL  # pretrained name, run/checkpoint dir, Whisper dir or .pt
     grammar: str | None = field(  # a command grammar the beam is constrained to
         default=None, metadata={"unset": "the model's own, else free text", "metavar": "G.yaml"}
     )
+    # Home Assistant's sentences (voice/homeassistant.py) instead of a grammar file
+    intents: str | None = field(  # Home Assistant's sentences of this language (fr, zh-CN)
+        default=None, metadata={"unset": "none", "metavar": "LANG"}
+    )
+    entities: str | None = field(  # the home: areas, floors, devices (Home Assistant's fixtures)
+        default=None, metadata={"unset": "none: no names", "metavar": "HOME.yaml"}
+    )
+    sentences: str = "speech"  # speech: Home Assistant's curated speech subset; full: all
+    custom_sentences: str | None = field(  # custom_sentences/<lang>/*.yaml: a file or folder
+        default=None, metadata={"unset": "none", "metavar": "PATH"}
+    )
+    area: str | None = field(  # the microphone's room: the area of "turn on the lights"
+        default=None, metadata={"unset": "not named (such sentences are still commands)"}
+    )
+    # forced, never detected: Home Assistant's users saw short clips detected as English
+    language: str | None = field(  # the language Whisper writes, its token forced
+        default=None, metadata={"unset": "the sentences' language, else English", "metavar": "LANG"}
+    )
+    fallback: str = "none"  # none; free: speech that is no command answers its free text
     beam_size: int = 4  # beams of the search (1 = greedy); 4 as Whisper and CTranslate2
     reject_below: float | None = field(  # 0-1: reject constrained results less confident
         default=None, metadata={"unset": "the model's own: 0.3 trained here, 0.01 Whisper"}
@@ -73,6 +96,7 @@ class ListenerConfig:
             )
         if not isinstance(self.constrain, bool):
             raise ConfigError(f"constrain={self.constrain!r} must be true or false")
+        check_commands(self)
         require_device_name(self)
         if not isinstance(self.endpoint, EndpointConfig):
             raise ConfigError(f"endpoint={self.endpoint!r} must be an EndpointConfig")
@@ -82,6 +106,26 @@ class ListenerConfig:
         """A config as config_to_dict wrote it (its endpoint a nested table), checked."""
         endpoint = config_from_dict(EndpointConfig, data.get("endpoint") or {})
         return config_from_dict(cls, {**data, "endpoint": endpoint})
+
+
+def check_commands(config: ListenerConfig) -> None:
+    """The settings of what the Listener understands: a grammar file or Home Assistant's
+    sentences, not both; the home, custom sentences and area only with the sentences."""
+    if config.grammar is not None and config.intents is not None:
+        raise ConfigError("give a grammar file or Home Assistant's sentences (intents), not both")
+    if config.intents is None:
+        given = [n for n in ("entities", "custom_sentences", "area") if getattr(config, n)]
+        if given or config.sentences != "speech":
+            names = ", ".join(given or ["sentences"])
+            raise ConfigError(f"{names} go with Home Assistant's sentences (intents=LANG)")
+    if config.sentences not in SENTENCE_SETS:
+        raise ConfigError(f"sentences={config.sentences!r} must be speech or full")
+    if config.fallback not in FALLBACKS:
+        raise ConfigError(f"fallback={config.fallback!r} must be none or free")
+    for name in ("intents", "entities", "custom_sentences", "area", "language"):
+        value = getattr(config, name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{name}={value!r} must be text")
 
 
 @dataclass(frozen=True)

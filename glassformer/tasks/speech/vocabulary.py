@@ -41,6 +41,7 @@ def grammar_constraint(speech: SpeechModel, beam_size: int) -> TextConstraint:
         start=len(speech.start),
         keep=beam_size,
         closers=speech.reading.closers,
+        next_characters=lambda text: grammar.next_characters(text.lstrip(" ")),
     )
 
 
