@@ -92,11 +92,23 @@ class Listener:
         return spoken_language(self.config) or "en"
 
     def with_grammar(self, grammar: CommandGrammar | None) -> Listener:
-        """Another Listener on the same network for `grammar` (None: free text); a zero-shot
-        Whisper gets the grammar's phrases as its context (loading.use_grammar)."""
+        """Another Listener on the same network for `grammar` (None: free text, in the same
+        language); a zero-shot Whisper gets the grammar's phrases as its context
+        (loading.use_grammar). Its config names the grammar and keeps the language."""
         from glassformer.tasks.speech.loading import use_grammar
 
-        config = dataclasses.replace(self.config, grammar=None if grammar is None else grammar.name)
+        if grammar is self.grammar:
+            return self
+        config = dataclasses.replace(
+            self.config,
+            grammar=None if grammar is None else grammar.name,
+            intents=None,
+            entities=None,
+            custom_sentences=None,
+            area=None,
+            sentences="speech",
+            language=self.config.language or self.config.intents,
+        )
         return Listener.on_model(use_grammar(self.speech, grammar), config)
 
     def stream(self) -> Stream:

