@@ -14,12 +14,12 @@ def cmd_intents(args: argparse.Namespace) -> None:
     import time
 
     from glassformer.errors import GlassformerError
+    from glassformer.voice.ha_client import home_file_or_server
     from glassformer.voice.homeassistant import HomeAssistantGrammar
-    from glassformer.voice.homes import Home
 
     if not 0 <= args.sample <= MAX_SAMPLES:
         raise GlassformerError(f"--sample {args.sample}: give 0 to {MAX_SAMPLES:,}")
-    home = Home.from_yaml(args.entities) if args.entities else Home(source="no home")
+    home = home_file_or_server(args.entities, args.ha_url, args.ha_token_file)
     custom = [args.custom_sentences] if args.custom_sentences else []
     started = time.perf_counter()
     grammar = HomeAssistantGrammar.load(args.language, home, args.sentences, custom, args.area)
@@ -72,6 +72,10 @@ def add_intents_command(commands: argparse._SubParsersAction, formatter: type) -
     intents.add_argument("language", metavar="LANG", help="a language code: en, fr, zh-CN, ...")
     intents.add_argument("--entities", metavar="HOME.yaml", help="the home (Home Assistant's "
                          "intent test fixtures format: areas, floors, entities)")  # fmt: skip
+    intents.add_argument("--ha-url", metavar="URL", help="a running Home Assistant (its "
+                         "exposed devices); the token from --ha-token-file or "
+                         "GLASSFORMER_HA_TOKEN")  # fmt: skip
+    intents.add_argument("--ha-token-file", metavar="FILE", help="its long-lived access token")
     intents.add_argument(
         "--sentences",
         choices=["speech", "full"],

@@ -78,6 +78,11 @@ def inputs(root: Path) -> Path:
         "nan.toml": "[model]\ndropout = nan\n",
         "broken_data/manifest.jsonl": '{"id": "000000", "audio": "clips/000000.wav", "te\n',
         "userdir/notes.txt": "the user's own notes, not a checkpoint's\n",
+        "listhome.yaml": "- kitchen\n- lamp\n",
+        "nobodyarea.yaml": "entities:\n  - name: Lamp\n    domain: light\n    area: attic\n",
+        "nolist.yaml": "language: en\nintents:\n  Go:\n    data:\n"
+        + "      - sentences:\n          - 'switch {nothing} on'\n",
+        "token.txt": "a-token-nobody-accepts\n",
     }
     for name, text in files.items():
         (folder / name).parent.mkdir(exist_ok=True)
@@ -380,6 +385,21 @@ ROWS = [
     # a broken manifest line: one line naming the file and the line
     (["train", "speech", "--data", "{badmanifest}", "--out", "{out}/s"], "manifest.jsonl:3: "),
     (["voice", "synth", "--out", "{brokendata}", "--count", "2"], "manifest.jsonl:1: "),
+    # issue 27: Home Assistant's sentences, a home, a running Home Assistant
+    (["intents", "xx"], "'xx': Home Assistant has no sentences for it"),
+    (["intents", "en", "--sentences", "most"], "invalid choice: 'most'"),
+    (["intents", "en", "--entities", "{in}/listhome.yaml"], "expected a mapping of floors"),
+    (["intents", "en", "--entities", "{in}/nobodyarea.yaml"], "area 'attic' is no area's id"),
+    (["intents", "en", "--custom-sentences", "{in}/nolist.yaml"], "{nothing}, which nothing"),
+    (["intents", "en", "--ha-url", "http://127.0.0.1:9"], "a Home Assistant token is needed"),
+    (["intents", "en", "--ha-url", "ftp://ha", "--ha-token-file", "{in}/token.txt"], "give http"),
+    (
+        ["intents", "en", "--ha-url", "http://127.0.0.1:9", "--ha-token-file", "{in}/token.txt"],
+        "cannot reach Home Assistant",
+    ),
+    (["intents", "en", "--ha-token-file", "{in}/token.txt"], "goes with --ha-url"),
+    (["intents", "en", "--entities", "{in}/listhome.yaml", "--ha-url", "http://h"], "not both"),
+    ([*SPEECH, "--entities", "{in}/listhome.yaml"], "go with Home Assistant's sentences"),
 ]
 PLACEHOLDERS = ["lm", "speech", "translation", "speech_data", "clip", "nofeatures"]
 PLACEHOLDERS += ["bigvocab", "nopad", "nanweights", "badmanifest", "brokendata", "whisper"]
@@ -416,6 +436,7 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(
     (tmp_path / "out" / "folder").mkdir(parents=True)
     cache = tmp_path / "cache"
     monkeypatch.setenv("GLASSFORMER_CACHE", str(cache))
+    monkeypatch.delenv("GLASSFORMER_HA_TOKEN", raising=False)  # the row gives one, or none
     before, before_root = listing(tmp_path / "out"), listing(root)
     capsys.readouterr()
     try:

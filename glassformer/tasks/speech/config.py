@@ -49,6 +49,13 @@ class ListenerConfig:
     entities: str | None = field(  # the home: areas, floors, devices (Home Assistant's fixtures)
         default=None, metadata={"unset": "none: no names", "metavar": "HOME.yaml"}
     )
+    ha_url: str | None = field(  # a running Home Assistant: its exposed devices and areas
+        default=None, metadata={"unset": "none", "metavar": "URL"}
+    )
+    # read from a file or GLASSFORMER_HA_TOKEN, never a flag's value (ps, shell history)
+    ha_token_file: str | None = field(  # the file holding its long-lived access token
+        default=None, metadata={"unset": "the GLASSFORMER_HA_TOKEN variable", "metavar": "FILE"}
+    )
     sentences: str = "speech"  # speech: Home Assistant's curated speech subset; full: all
     custom_sentences: str | None = field(  # custom_sentences/<lang>/*.yaml: a file or folder
         default=None, metadata={"unset": "none", "metavar": "PATH"}
@@ -114,7 +121,8 @@ def check_commands(config: ListenerConfig) -> None:
     if config.grammar is not None and config.intents is not None:
         raise ConfigError("give a grammar file or Home Assistant's sentences (intents), not both")
     if config.intents is None:
-        given = [n for n in ("entities", "custom_sentences", "area") if getattr(config, n)]
+        names = ("entities", "custom_sentences", "area", "ha_url", "ha_token_file")
+        given = [n for n in names if getattr(config, n)]
         if given or config.sentences != "speech":
             names = ", ".join(given or ["sentences"])
             raise ConfigError(f"{names} go with Home Assistant's sentences (intents=LANG)")
@@ -122,7 +130,9 @@ def check_commands(config: ListenerConfig) -> None:
         raise ConfigError(f"sentences={config.sentences!r} must be speech or full")
     if config.fallback not in FALLBACKS:
         raise ConfigError(f"fallback={config.fallback!r} must be none or free")
-    for name in ("intents", "entities", "custom_sentences", "area", "language"):
+    if config.entities and config.ha_url:
+        raise ConfigError("give entities (a home file) or ha_url (a running Home Assistant)")
+    for name in ("intents", "entities", "custom_sentences", "area", "language", "ha_url"):
         value = getattr(config, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigError(f"{name}={value!r} must be text")

@@ -104,6 +104,8 @@ class Listener:
             grammar=None if grammar is None else grammar.name,
             intents=None,
             entities=None,
+            ha_url=None,
+            ha_token_file=None,
             custom_sentences=None,
             area=None,
             sentences="speech",

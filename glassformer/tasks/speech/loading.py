@@ -46,10 +46,10 @@ def load_commands(config: ListenerConfig) -> CommandGrammar | None:
         return load_grammar(config.grammar)
     if config.intents is None:
         return None
+    from glassformer.voice.ha_client import home_file_or_server
     from glassformer.voice.homeassistant import HomeAssistantGrammar
-    from glassformer.voice.homes import Home
 
-    home = Home.from_yaml(config.entities) if config.entities else Home(source="no home")
+    home = home_file_or_server(config.entities, config.ha_url, config.ha_token_file)
     custom = [config.custom_sentences] if config.custom_sentences else []
     return HomeAssistantGrammar.load(config.intents, home, config.sentences, custom, config.area)
 
