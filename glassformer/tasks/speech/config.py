@@ -72,6 +72,9 @@ class ListenerConfig:
     reject_below: float | None = field(  # 0-1: reject constrained results less confident
         default=None, metadata={"unset": "the model's own: 0.3 trained here, 0.01 Whisper"}
     )
+    # measured (docs/benchmarks.md, "Rejection"): a command holds most of the probability its
+    # clip's free transcript has; speech that is no command, well under a tenth
+    reject_ratio: float = 0.1  # 0-1: reject a command under this share of the free text's
     # int8 is CTranslate2's CPU default; its accuracy: docs/benchmarks.md
     precision: str = "float32"  # float32, or int8: the decoder's weights in int8, 3x faster
     window_step: float | None = field(  # encoder window: pad to the next multiple, in seconds
@@ -89,6 +92,7 @@ class ListenerConfig:
             raise ConfigError(f"grammar={self.grammar!r} must be a path")
         check_beam_size(self.beam_size)
         require_unit_interval(self, "reject_below", optional=True)
+        require_unit_interval(self, "reject_ratio")
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"

@@ -132,29 +132,9 @@ class Listener:
         elapsed = (time.perf_counter() - started) / max(len(clips), 1)
         results = [as_result(t, w, elapsed) for t, w in zip(transcripts, clips, strict=True)]
         if self.config.fallback == "free" and self.options.constrain:
-            results = self.with_free_text(clips, results)
-        return results
-
-    def with_free_text(self, clips: list[np.ndarray], results: list[Result]) -> list[Result]:
-        """Fallback "free": each result that is no command gets the clip's free transcript
-        instead (a second decode of those clips, unconstrained), marked free_text."""
-        from glassformer.tasks.speech.inference import transcribe_many
-
-        missed = [n for n, result in enumerate(results) if not result.accepted]
-        if not missed:
-            return results
-        free = dataclasses.replace(self.options, constrain=False)
-        started = time.perf_counter()
-        heard = transcribe_many(self.speech, [clips[n] for n in missed], free)
-        extra_ms = (time.perf_counter() - started) * 1000 / len(missed)
-        for n, transcript in zip(missed, heard, strict=True):
-            results[n] = dataclasses.replace(
-                results[n],
-                text=transcript.text,
-                confidence=transcript.confidence,
-                elapsed_ms=results[n].elapsed_ms + extra_ms,
-                free_text=True,
-            )
+            # a rejected result's text is already the clip's free transcript
+            # (search.checked_against_free_text): marked, for another agent (an LLM)
+            results = [r if r.accepted else dataclasses.replace(r, free_text=True) for r in results]
         return results
 
     def understand_file(self, path: str | Path) -> Result:

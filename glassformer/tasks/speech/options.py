@@ -24,10 +24,13 @@ class SpeechOptions:
     beam_size: int = 4  # beams of the search (1 = greedy)
     constrain: bool = False  # the beam writes only sentences of the model's grammar
     reject_below: float = 0.0  # 0-1: a constrained result less confident is rejected
+    reject_ratio: float = 0.0  # 0-1: rejected too when its per-token probability is below
+    # this share of the model's own free transcript's (0: no free decode for accepted ones)
 
     def __post_init__(self) -> None:
         check_beam_size(self.beam_size)
         require_unit_interval(self, "reject_below")
+        require_unit_interval(self, "reject_ratio")
 
     @classmethod
     def resolve(cls, config: ListenerConfig, speech: SpeechModel) -> SpeechOptions:
@@ -38,4 +41,5 @@ class SpeechOptions:
             config.beam_size,
             config.constrain and speech.grammar is not None,
             speech.rules.reject_below if threshold is None else threshold,
+            config.reject_ratio,
         )

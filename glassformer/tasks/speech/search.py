@@ -5,7 +5,8 @@
 One beam search runs over every clip's beams together; each clip's best hypothesis is then
 scored (its confidence, and how likely the model found the end where it ended) from the
 search's own cache, and read by the grammar into an intent and slots. A constrained result
-below the rejection threshold is rejected (intent None) rather than guessed. Not here: the
+below the rejection threshold, or far less likely than the clip's free transcript, is
+rejected (intent None) rather than guessed, and says the free words it heard. Not here: the
 features and the encoder (tasks/speech/inference.py), the grammar's token rules
 (tasks/speech/vocabulary.py).
 """
@@ -13,7 +14,7 @@ features and the encoder (tasks/speech/inference.py), the grammar's token rules
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
 import torch
@@ -85,7 +86,52 @@ def decode_clips(
         best, found = beams.tokens[row, 0].tolist(), bool(beams.scores[row, 0] > float("-inf"))
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
         transcripts.append(read_clip(speech, clip, best, found, options, limits[row], known))
+    if options.constrain:
+        transcripts = checked_against_free_text(
+            speech, memory, padding, options, limits, transcripts
+        )
     return transcripts
+
+
+def checked_against_free_text(
+    speech: SpeechModel,
+    memory: torch.Tensor,
+    padding: torch.Tensor | None,
+    options: SpeechOptions,
+    limits: list[int],
+    transcripts: list[Transcript],
+) -> list[Transcript]:
+    """Constrained results checked against what the model hears without the grammar: one
+    greedy free decode (on the memory already computed) of each clip whose command is
+    rejected, or less likely per token than `reject_ratio` (a share of the free
+    transcript's, which is at most 1: a command above it needs no free decode).
+
+    A command the model finds far less likely than its own free words is speech the grammar
+    does not hold: its free words fit the audio better than any sentence the grammar allows
+    (measured on commands, other speech and noise: docs/benchmarks.md). A rejected result's
+    text is the free transcript, what was heard, never a grammar sentence.
+    """
+    doubtful = [
+        b
+        for b, t in enumerate(transcripts)
+        if t.intent is None or t.confidence < options.reject_ratio
+    ]
+    if not doubtful:
+        return transcripts
+    free = replace(options, constrain=False, beam_size=1)
+    rows = torch.tensor(doubtful, device=memory.device)
+    kept = None if padding is None else padding[rows]
+    heard = decode_clips(speech, memory[rows], kept, free, [limits[b] for b in doubtful])
+    checked = list(transcripts)
+    for b, words in zip(doubtful, heard, strict=True):
+        command = transcripts[b]
+        if (
+            command.intent is not None
+            and command.confidence >= options.reject_ratio * words.confidence
+        ):
+            continue  # as likely as the words the model would write unconstrained: a command
+        checked[b] = Transcript(words.text, None, {}, command.confidence, command.end_probability)
+    return checked
 
 
 def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201

@@ -249,5 +249,7 @@ def test_a_decode_does_not_depend_on_what_ran_before(listener: Listener, spoken:
     assert before.end_probability > 0.5  # "... p m." ends there: the period counted
     with pytest.raises(dataclasses.FrozenInstanceError):
         free.speech.grammar = listener.grammar  # type: ignore[misc]
-    assert free.options == SpeechOptions(4, False, 0.01)  # resolved once: no grammar, Whisper's
-    assert constrained.options == SpeechOptions(4, True, 0.01)
+    assert free.options == SpeechOptions(
+        4, False, 0.01, 0.1
+    )  # resolved once: no grammar, Whisper's
+    assert constrained.options == SpeechOptions(4, True, 0.01, 0.1)
