@@ -42,7 +42,8 @@ class ServedModels:
 
     @property
     def default_grammar(self) -> str | None:
-        return next(iter(self.speech), None)
+        """The grammar of a request that names none: the only one loaded, else none."""
+        return next(iter(self.speech)) if len(self.speech) == 1 else None
 
 
 def grammar_names(paths: list[str]) -> dict[str, Path]:
@@ -113,8 +114,18 @@ def parameter_count(model: torch.nn.Module) -> int:
 
 
 def describe_models(served: ServedModels) -> dict[str, Any]:
-    """What /v1/models answers: each loaded model's source, kind and parameter count."""
-    described: dict[str, Any] = {}
+    """What /v1/models answers: each loaded model's source, kind and parameter count; and,
+    in OpenAI's list shape ("object": "list", "data"), the names the OpenAI route takes as
+    `model` (openai's `client.models.list()` reads those)."""
+    from glassformer.serve.routes_openai import OPENAI_MODEL
+
+    names = [served.sources["speech"], OPENAI_MODEL, *served.speech] if served.speech else []
+    described: dict[str, Any] = {
+        "object": "list",
+        "data": [
+            {"id": n, "object": "model", "created": 0, "owned_by": "glassformer"} for n in names
+        ],
+    }
     if served.speech:
         first = next(iter(served.speech.values()))
         described["speech"] = {

@@ -53,9 +53,14 @@ def require_speech(served: ServedModels) -> None:
 
 
 def choose_speech(served: ServedModels, grammar: str | None) -> tuple[str, Listener]:
-    """The Listener of the named grammar (default: the first loaded), and its name."""
+    """The Listener of the named grammar (default: the only one loaded), and its name. With
+    several loaded, a request must name one: none is chosen for it (a coffee order heard in
+    an appointment, accepted)."""
     require_speech(served)
     name = grammar or served.default_grammar
+    if name is None:
+        loaded = ", ".join(served.speech)
+        raise ApiError(400, f"several grammars are loaded ({loaded}): name one, ?grammar=NAME")
     if name not in served.speech:
         loaded = ", ".join(served.speech)
         raise ApiError(404, f"no grammar named {name!r} is loaded (loaded: {loaded})")

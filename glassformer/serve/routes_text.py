@@ -199,9 +199,10 @@ async def attention(request: Request, model: str | None = None, text: str | None
     if model not in (None, "speech"):
         raise ApiError(422, f"model={model!r}: audio goes to the speech model (?model=speech)")
     from glassformer.serve.audio_upload import audio_bytes, decode_audio
-    from glassformer.serve.routes_speech import check_audible, choose_speech
+    from glassformer.serve.routes_speech import check_audible, require_speech
 
-    _, speech = choose_speech(state.served, None)
+    require_speech(state.served)
+    speech = state.served.free  # the maps of what the model hears, whichever grammar
     data = await audio_bytes(request)  # 415 for anything but JSON, audio or a form
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)

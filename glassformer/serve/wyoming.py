@@ -10,7 +10,10 @@ events is ours (read_event), to bound it:
                                      -> transcript-start, transcript-chunk, transcript-stop (the
                                         streaming events, where the installed wyoming has them),
                                         then transcript: constrained to the grammar `name`
-                                        names, free text otherwise; with context {"intent": true}
+                                        names; with no name (Home Assistant sends only its
+                                        language), to Home Assistant's sentences of that
+                                        language if served, free text otherwise; with context
+                                        {"intent": true}
                                         also an intent (or not-recognized) straight from speech
     recognize (text)                 -> intent (name, the slots as entities) or not-recognized,
                                         from the grammar context {"grammar": NAME} names (else
@@ -93,6 +96,24 @@ class Service:
     def __post_init__(self) -> None:
         self.first = next(iter(self.listeners.values()))  # recognize's default grammar
         self.free = self.first.with_grammar(None)  # the model's name: free text
+
+    def unnamed(self, language: str | None) -> str:
+        """The model a stream that names none is decoded with. Home Assistant names none,
+        only its language: Home Assistant's sentences of that language where they are
+        served (--intents), else free text. Never a Rhino grammar unasked.
+
+        Example: serving homeassistant-fr, language "fr" or "fr-FR" -> "homeassistant-fr"
+        """
+        from glassformer.voice.homeassistant import HomeAssistantGrammar
+
+        wanted = (language or "").split("-")[0].lower()
+        for name, listener in self.listeners.items():
+            if isinstance(listener.grammar, HomeAssistantGrammar) and wanted in (
+                "",
+                listener.language,
+            ):
+                return name
+        return self.source
 
 
 def describe(service: Service) -> Event:
@@ -236,7 +257,7 @@ class Handler(AsyncEventHandler):
     ) -> None:
         super().__init__(reader, writer)
         self.service = service
-        self.model, self.wants_intent = service.source, False
+        self.model, self.wants_intent = service.unnamed(None), False
         self.audio: list[bytes] | None = None  # between audio-start and audio-stop
         self.seconds = 0.0  # of audio in the stream so far, counted before conversion
         self.refused = False  # the stream got an error: drop its chunks up to audio-stop
@@ -313,7 +334,7 @@ class Handler(AsyncEventHandler):
 
     def choose(self, transcribe: Transcribe) -> None:
         self.refused = False
-        self.model = transcribe.name or self.service.source
+        self.model = transcribe.name or self.service.unnamed(transcribe.language)
         self.listener(self.model)  # an unknown name is an error now, not after the audio
         self.wants_intent = bool((transcribe.context or {}).get("intent"))
 

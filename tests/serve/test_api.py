@@ -54,15 +54,19 @@ def test_health_and_models(client: TestClient, served) -> None:  # noqa: ANN001
         "grammar": ["order", "stop"],
         "coffee": ["halt", "order"],
     }
-    assert models["speech"]["default_grammar"] == "grammar"
+    assert models["speech"]["default_grammar"] is None  # two grammars: a request names one
+    clip = wav_bytes(tone(0.5))
+    assert_error(client.post("/v1/transcribe", content=clip, headers=WAV), 400, "grammar, coffee")
     assert models["lm"]["parameters"] == parameter_count(served.lm[0])
     assert models["translation"]["parameters"] == parameter_count(served.translator.model) > 0
 
 
 def test_transcribe_raw_and_multipart_agree(client: TestClient) -> None:
     clip = wav_bytes(tone(1.0))
-    raw = client.post("/v1/transcribe", content=clip, headers=WAV).json()
-    form = client.post("/v1/transcribe", files={"file": ("c.wav", clip, "audio/wav")}).json()
+    raw = client.post("/v1/transcribe?grammar=grammar", content=clip, headers=WAV).json()
+    form = client.post(
+        "/v1/transcribe?grammar=grammar", files={"file": ("c.wav", clip, "audio/wav")}
+    ).json()
     fields = {"text", "intent", "slots", "confidence", "accepted", "audio_seconds", "elapsed_ms"}
     assert fields <= set(raw)
     assert raw["accepted"] == (raw["intent"] is not None) and raw["audio_seconds"] == 1.0
@@ -79,7 +83,9 @@ def test_flac_ogg_other_rates_and_stereo(
 ) -> None:
     waveform = np.stack([tone(1.5)[::2] if rate == 8_000 else tone(1.5)] * channels, axis=-1)
     body = wav_bytes(waveform, rate, fmt)
-    answer = client.post("/v1/transcribe", content=body, headers={"content-type": "audio/x-any"})
+    answer = client.post(
+        "/v1/transcribe?grammar=grammar", content=body, headers={"content-type": "audio/x-any"}
+    )
     assert answer.status_code == 200, answer.json()
     assert answer.json()["audio_seconds"] == pytest.approx(1.5, abs=0.01)
 
@@ -123,22 +129,30 @@ def bad_uploads() -> list:
 def test_bad_audio_is_a_one_line_4xx(
     client: TestClient, body: bytes, headers: dict, status: int, words: str
 ) -> None:
-    assert_error(client.post("/v1/transcribe", content=body, headers=headers), status, words)
+    assert_error(
+        client.post("/v1/transcribe?grammar=grammar", content=body, headers=headers), status, words
+    )
     assert client.get("/healthz").status_code == 200
 
 
 def test_a_text_file_named_wav_in_a_form(client: TestClient) -> None:
     files = {"file": ("command.wav", b"make me a coffee\n", "audio/wav")}
-    assert_error(client.post("/v1/transcribe", files=files), 422, "not a readable")
+    assert_error(client.post("/v1/transcribe?grammar=grammar", files=files), 422, "not a readable")
     assert_error(
-        client.post("/v1/transcribe", files={"other": ("a.wav", b"x", "audio/wav")}), 422, "'file'"
+        client.post(
+            "/v1/transcribe?grammar=grammar", files={"other": ("a.wav", b"x", "audio/wav")}
+        ),
+        422,
+        "'file'",
     )
 
 
 def test_the_size_limit_counts_bodies_without_a_length(served) -> None:  # noqa: ANN001
     with TestClient(create_app(served, ServeConfig(max_upload_mb=1.0))) as small:
         chunks = (b"\0" * 256 * 1024 for _ in range(12))  # 3 MB, sent chunked
-        assert_error(small.post("/v1/transcribe", content=chunks, headers=WAV), 413, "limit")
+        assert_error(
+            small.post("/v1/transcribe?grammar=grammar", content=chunks, headers=WAV), 413, "limit"
+        )
         big_json = json.dumps({"prompt": "x" * 2_000_000})
         answer = small.post(
             "/v1/generate", content=big_json, headers={"content-type": "application/json"}
@@ -263,7 +277,7 @@ def test_speech_attention_over_the_clip(client: TestClient) -> None:
 
 def test_models_not_loaded_answer_404() -> None:
     with TestClient(create_app(load_models(None, [], None, None))) as empty:
-        assert empty.get("/v1/models").json() == {}
+        assert empty.get("/v1/models").json() == {"object": "list", "data": []}
         clip = wav_bytes(tone(0.5))
         assert_error(empty.post("/v1/transcribe", content=clip, headers=WAV), 404, "--speech")
         assert_error(empty.post("/v1/generate", json={"prompt": "a"}), 404, "--lm")
@@ -308,5 +322,7 @@ def hostile_uploads() -> list:
 def test_hostile_audio_is_refused_before_decoding(
     client: TestClient, body: bytes, status: int, words: str
 ) -> None:
-    assert_error(client.post("/v1/transcribe", content=body, headers=WAV), status, words)
+    assert_error(
+        client.post("/v1/transcribe?grammar=grammar", content=body, headers=WAV), status, words
+    )
     assert client.get("/healthz").status_code == 200

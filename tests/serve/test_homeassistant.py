@@ -111,9 +111,13 @@ def test_wyoming_sends_the_sentence_and_hassil_reads_it(clips: dict[str, Path]) 
             await client.write_event(Describe().event())
             info = Info.from_event(await until(client, "info"))
         heard = await transcribe(uri, waveform, "homeassistant-en", intent=True)
-        return [info, *heard]
+        as_home_assistant = await transcribe(uri, waveform, None, language="en")  # no name
+        return [info, *heard, *as_home_assistant]
 
-    info, transcript, intent = asyncio.run(with_server(service, talk))
+    info, transcript, intent, unnamed = asyncio.run(with_server(service, talk))
+    assert Transcript.from_event(unnamed).text == Transcript.from_event(transcript).text
+    assert service.unnamed("en-US") == "homeassistant-en"
+    assert service.unnamed("de") == "whisper-tiny.en"  # not served: free text
     assert info.asr[0].models[1].languages == ["en"]
     text = Transcript.from_event(transcript).text
     grammar = next(iter(listeners.values())).grammar

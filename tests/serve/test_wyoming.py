@@ -106,8 +106,15 @@ async def answers_until_closed(reader: asyncio.StreamReader, timeout: float) -> 
     return events
 
 
-async def transcribe(uri: str, waveform: np.ndarray, name: str, intent: bool = False) -> list:
-    """Send one command as 8 kHz stereo 16-bit audio (the server converts it)."""
+async def transcribe(
+    uri: str,
+    waveform: np.ndarray,
+    name: str | None,
+    intent: bool = False,
+    language: str | None = None,
+) -> list:
+    """Send one command as 8 kHz stereo 16-bit audio (the server converts it); `name` None
+    and a language is what Home Assistant sends."""
     from wyoming.asr import Transcribe
     from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
@@ -117,7 +124,7 @@ async def transcribe(uri: str, waveform: np.ndarray, name: str, intent: bool = F
     data = pcm.tobytes()
     async with AsyncTcpClient.from_uri(uri) as client:
         context = {"intent": True} if intent else None
-        await client.write_event(Transcribe(name=name, context=context).event())
+        await client.write_event(Transcribe(name, language, context).event())
         await client.write_event(AudioStart(rate=8000, width=2, channels=2).event())
         for i in range(0, len(data), 3200):
             chunk = AudioChunk(rate=8000, width=2, channels=2, audio=data[i : i + 3200])
@@ -151,6 +158,7 @@ def test_describe_transcribe_and_intent_from_speech(service, spoken: list) -> No
     intent = Intent.from_event(intent)
     assert intent.name == command.intent
     assert {e.name: e.value for e in intent.entities} == command.slots
+    assert service.unnamed("en") == "whisper-tiny.en"  # no grammar unasked: free text
 
 
 def test_recognize_text_and_bad_requests(service) -> None:  # noqa: ANN001
