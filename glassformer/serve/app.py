@@ -61,7 +61,11 @@ def create_app(
         yield
         thread.close()
 
-    app = FastAPI(title="glassformer", version=__version__, lifespan=lifespan)
+    # no /docs or /redoc: their pages load Swagger UI and ReDoc from a CDN, blank offline;
+    # the schema itself is served, at /openapi.json
+    app = FastAPI(
+        title="glassformer", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.served, app.state.config = served, config
     app.state.thread = thread
     app.state.batcher = TranscriptionBatcher(thread, config.batch_wait_ms, config.max_batch)

@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 router = APIRouter()
 OPENAI_MODEL = "whisper-1"  # the name OpenAI's clients send by default: the loaded model
 FORMATS = ("json", "text", "verbose_json")
-ENGLISH = ("en", "english")  # the English-only models' one language
+# Whisper's names of the languages measured in docs/benchmarks.md (verbose_json's "language",
+# as OpenAI answers it); any other language is answered with its code
+LANGUAGE_NAMES = {"en": "english", "fr": "french", "es": "spanish", "de": "german"}
+LANGUAGE_NAMES |= {"it": "italian", "nl": "dutch", "zh": "chinese"}
 
 
 async def form_fields(request: Request) -> tuple[bytes, dict[str, str]]:
@@ -54,14 +57,18 @@ def choose_listener(served: ServedModels, model: str | None) -> tuple[Listener, 
     raise ApiError(404, f"the model {model!r} does not exist here (models: {known})")
 
 
-def check_options(fields: dict[str, str]) -> str:
-    """The response format; bad language, temperature or format values are 400s."""
+def check_options(fields: dict[str, str], spoken: str) -> str:
+    """The response format; bad language (not `spoken`, the one the model is told to
+    write), temperature or format values are 400s."""
     response_format = fields.get("response_format") or "json"
     if response_format not in FORMATS:
         raise ApiError(400, f"response_format {response_format!r}: one of {', '.join(FORMATS)}")
     language = fields.get("language")
-    if language and language.lower() not in ENGLISH:
-        raise ApiError(400, f"language {language!r}: the loaded model hears English only (en)")
+    from glassformer.tasks.speech.loading import whisper_language
+
+    named = language and language.lower() == LANGUAGE_NAMES.get(spoken)
+    if language and not named and whisper_language(language) != spoken:
+        raise ApiError(400, f"language {language!r}: the loaded model writes {spoken} only")
     temperature = fields.get("temperature")
     if temperature:
         try:
@@ -80,7 +87,7 @@ async def transcriptions(request: Request) -> dict | PlainTextResponse:
     state = request.app.state
     data, fields = await form_fields(request)
     listener, has_intent = choose_listener(state.served, fields.get("model"))
-    response_format = check_options(fields)
+    response_format = check_options(fields, listener.language)
     waveform = await asyncio.to_thread(decode_audio, data, state.config.max_command_seconds)
     check_audible(waveform)
     if has_intent:
@@ -90,13 +97,25 @@ async def transcriptions(request: Request) -> dict | PlainTextResponse:
     if response_format == "text":
         return PlainTextResponse(result.text)
     answer: dict[str, Any] = {"text": result.text}
-    if has_intent:
-        answer |= {"intent": result.intent, "slots": result.slots}
+    if has_intent:  # extra fields: OpenAI's clients keep them (model_extra)
+        answer |= {"intent": result.intent, "slots": result.slots, "accepted": result.accepted}
+    answer["confidence"] = round(result.confidence, 4)
     if response_format == "verbose_json":
+        duration = round(result.audio_seconds, 3)
         answer |= {
             "task": "transcribe",
-            "language": "english",
-            "duration": round(result.audio_seconds, 3),
-            "segments": [],
+            "language": LANGUAGE_NAMES.get(listener.language, listener.language),
+            "duration": duration,
+            "segments": [whole_segment(result.text, duration, result.confidence)],
         }
     return answer
+
+
+def whole_segment(text: str, duration: float, confidence: float) -> dict[str, Any]:
+    """verbose_json's one segment: a command is one utterance, the whole clip (avg_logprob
+    from the confidence, the geometric-mean token probability)."""
+    return {
+        "id": 0, "seek": 0, "start": 0.0, "end": duration, "text": text, "tokens": [],
+        "temperature": 0.0, "avg_logprob": round(math.log(max(confidence, 1e-12)), 4),
+        "compression_ratio": 1.0, "no_speech_prob": 0.0,
+    }  # fmt: skip

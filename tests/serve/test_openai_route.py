@@ -68,6 +68,12 @@ def test_the_openai_client_transcribes_with_a_grammar_and_free(
             model="whisper-1", file=audio, response_format="verbose_json", language="en"
         )
     assert free.text.strip() and free.duration > 1.0 and free.language == "english"
+    (segment,) = free.segments or []
+    assert (segment.start, segment.end, segment.text) == (0.0, free.duration, free.text)
+    assert 0.0 < (free.model_extra or {})["confidence"] <= 1.0
+    assert extra["accepted"] is True and extra["confidence"] > 0.0
+    names = [model.id for model in client(server).models.list()]
+    assert names == ["whisper-tiny.en", "whisper-1", "appointments"]
     with path.open("rb") as audio:
         text = client(server).audio.transcriptions.create(
             model="appointments", file=audio, response_format="text"
@@ -81,7 +87,7 @@ def test_the_openai_client_transcribes_with_a_grammar_and_free(
         ("unknown model", 404, "does not exist"),
         ("text as audio", 422, "not a readable"),
         ("bad format", 400, "response_format"),
-        ("french", 400, "English only"),
+        ("french", 400, "writes en only"),
     ],
 )
 def test_bad_requests_get_openais_error_shape(
