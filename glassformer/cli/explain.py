@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 
 from glassformer.explain.sections import SECTIONS
 
@@ -12,19 +13,28 @@ def cmd_explain(args: argparse.Namespace) -> None:
     from glassformer.explain.sections import render_result, run_section
 
     names = [args.section] if args.section else list(SECTIONS)
-    results = [run_section(name, args.out) for name in names]  # unknown name: GlassformerError
-    if args.json:
+    if args.json:  # the numbers instead of figures: nothing written to --out
+        with tempfile.TemporaryDirectory() as scratch:
+            results = [without_figures(run_section(name, scratch)) for name in names]
         print(json.dumps(results[0] if args.section else results, indent=1))
-    else:
-        print("\n\n".join(render_result(result) for result in results))
+        return
+    results = [run_section(name, args.out) for name in names]  # unknown name: GlassformerError
+    print("\n\n".join(render_result(result) for result in results))
+
+
+def without_figures(result: dict) -> dict:
+    return {key: value for key, value in result.items() if key != "figures"}
 
 
 def cmd_ladder(args: argparse.Namespace) -> None:
     from glassformer.explain.ladder import run_ladder
     from glassformer.explain.sections import render_result
 
-    result = run_ladder(args.corpus, args.out)
-    print(json.dumps(result, indent=1) if args.json else render_result(result))
+    if args.json:
+        with tempfile.TemporaryDirectory() as scratch:
+            print(json.dumps(without_figures(run_ladder(args.corpus, scratch)), indent=1))
+        return
+    print(render_result(run_ladder(args.corpus, args.out)))
 
 
 def cmd_attention(args: argparse.Namespace) -> None:

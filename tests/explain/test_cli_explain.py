@@ -38,6 +38,7 @@ def test_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture) -> No
     result = json.loads(capsys.readouterr().out)
     assert result["values"]["after_ran"] == {"down": 0.4, "please": 0.6}
     assert "==" not in json.dumps(result), "no tables in JSON mode"
+    assert "figures" not in result and not list(tmp_path.iterdir()), "nothing written to --out"
 
 
 def test_unknown_section(tmp_path: Path) -> None:

@@ -73,15 +73,25 @@ def as_samples(frame: object, max_seconds: float = MAX_FRAME_SECONDS) -> np.ndar
     """A frame of 16 kHz mono audio as float32 samples in [-1, 1], or one GlassformerError.
 
     Accepted: int16 samples (PCM, as microphones give), or float32/float64 in [-1, 1] (up to
-    MAX_FLOAT_SAMPLE);
-    shape (L,) or (L, 1). Refused: other dtypes, several channels, NaN or infinity, samples
-    beyond MAX_FLOAT_SAMPLE, more than `max_seconds`.
+    MAX_FLOAT_SAMPLE), shape (L,) or (L, 1); or bytes of 16-bit little-endian mono PCM, as
+    `wave.readframes`, pyaudio and sounddevice's raw streams give them. Refused: other
+    dtypes, several channels, NaN or infinity, samples beyond MAX_FLOAT_SAMPLE, an odd number
+    of bytes, more than `max_seconds`.
 
     Shapes:
         frame: (L,) or (L, 1)   returns: (L,)
     """
+    if isinstance(frame, bytes | bytearray | memoryview):
+        data = bytes(frame)
+        if len(data) % 2:
+            raise GlassformerError(
+                f"{len(data)} bytes of audio: 16-bit PCM has an even number (one sample is 2)"
+            )
+        frame = np.frombuffer(data, dtype="<i2")
     if not isinstance(frame, np.ndarray):
-        raise GlassformerError(f"audio must be a numpy array, not {type(frame).__name__}")
+        raise GlassformerError(
+            f"audio must be a numpy array or 16-bit PCM bytes, not {type(frame).__name__}"
+        )
     if frame.ndim == 2 and frame.shape[1] == 1:
         frame = frame[:, 0]
     if frame.ndim != 1:

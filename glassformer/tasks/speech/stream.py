@@ -53,8 +53,10 @@ class Stream:
         """Samples of the stream heard so far."""
         return self.endpointer.position
 
-    def process(self, frame: np.ndarray) -> Result | None:
-        """The next frame of a live stream -> the Result of a command that ended, else None.
+    def process(self, frame: np.ndarray | bytes) -> Result | None:
+        """The next frame of a live stream (samples, or 16-bit PCM bytes as a microphone
+        gives them) -> the Result of a command that ended, else None. Call flush() when the
+        stream ends: a command that does not end in a pause is answered there.
 
         A bad frame raises one GlassformerError and changes nothing: the stream goes on.
         latency_ms counts from the last speech frame to this result, in stream time (the

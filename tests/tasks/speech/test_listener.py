@@ -121,7 +121,8 @@ def test_a_complete_command_ends_sooner_than_the_fixed_wait(
         (np.full(320, np.nan, np.float32), "NaN"),
         (np.full(320, 3e29, np.float32), r"reach 3e\+29"),
         (np.zeros(61 * 16_000, np.int16), "at most 60 s"),
-        ([0, 1, 2], "numpy array"),
+        ([0, 1, 2], "numpy array or 16-bit PCM bytes, not list"),
+        (b"\x00\x01\x02", "3 bytes of audio"),
     ],
 )
 def test_a_bad_frame_is_one_error_and_the_stream_goes_on(
@@ -138,6 +139,16 @@ def test_a_bad_frame_is_one_error_and_the_stream_goes_on(
     assert (stream.position, stream.in_command) == before
     stream.process(tone)  # still listening
     assert stream.position == before[0] + 8000
+
+
+def test_pcm_bytes_are_the_same_audio_as_their_samples() -> None:
+    """Microphones and wave.readframes give bytes: 16-bit little-endian mono PCM."""
+    from glassformer.tasks.speech.result import as_samples
+
+    samples = (np.sin(np.arange(1600) / 7.0) * 20_000).astype("<i2")
+    for data in (samples.tobytes(), bytearray(samples.tobytes()), memoryview(samples.tobytes())):
+        assert np.array_equal(as_samples(data), as_samples(samples))
+    assert as_samples(samples.tobytes())[5] == samples[5] / 32768.0
 
 
 def test_every_setting_has_one_default_and_bad_ones_are_refused() -> None:
