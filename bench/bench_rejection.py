@@ -1,0 +1,141 @@
+"""Rejection: how often a grammar's commands are kept and speech that is no command refused,
+at each reject_ratio (a DET-style table: true accepts beside false accepts).
+
+    .venv/bin/python bench/bench_rejection.py [--grammars coffee en de es it nl fr]
+        [--count 15] [--out runs/bench_rejection.json]
+
+Each grammar (the coffee grammar, or Home Assistant's sentences of a language with the
+benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
+
+    commands      --count of its sentences spoken by espeak-ng, clean and with cafe noise at
+                  6 dB SNR: right when the intent and every slot are those said, and kept
+    not commands  speech that is no command of it: 8 sentences of its language (espeak-ng),
+                  3 clips of cafe noise alone; for English grammars, real recordings too:
+                  30 Speech Commands words and 20 appointment requests (Debian's
+                  recorded voice)
+
+For each clip the constrained decode's confidence (geometric-mean token probability) and the
+free decode's (greedy, the same memory) are kept, so that every threshold is scored on the
+same decodes. A result is kept when its confidence is at least the model's reject_below
+(0.01 for Whisper) and at least reject_ratio times the free decode's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_homeassistant as ha  # noqa: E402 - the voices, homes and not-commands
+
+RATIOS = [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]
+
+
+def decodes(name: str, count: int, seed: int) -> list[dict]:
+    from glassformer.audio.augment import add_noise
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.inference import transcribe_many
+    from glassformer.tasks.speech.listener import Listener
+
+    if name == "coffee":
+        language = "en"
+        config = ListenerConfig(grammar=str(ha.SHARED / "grammars" / "coffee_maker.yaml"))
+    else:
+        language = name
+        home = ha.ROOT / "bench" / "homes" / f"{name}.yaml"
+        config = ListenerConfig(intents=name, entities=str(home))
+    listener = Listener(config)
+    constrained = dataclasses.replace(listener.options, reject_below=0.0, reject_ratio=0.0)
+    free = dataclasses.replace(listener.options, constrain=False, beam_size=1)
+    noise, rng = load_audio(ha.SHARED / "noise" / "cafe.wav"), random.Random(seed)
+    folder, clips = Path(tempfile.mkdtemp()), []
+    for n, command in enumerate(ha.commands(listener.grammar, count, seed)):
+        clean = ha.speak(ha.voices(language)[0], command.text, folder, f"{n}")
+        clips.append((command, "clean", clean))
+        clips.append((command, "6dB", add_noise(clean, noise, 6.0, rng)))
+    clips += [
+        (said, "no command", clip) for said, clip in ha.not_commands(language, folder, noise, rng)
+    ]
+    rows = []
+    for said, kind, clip in clips:
+        command = transcribe_many(listener.speech, [clip], constrained)[0]
+        heard = transcribe_many(listener.speech, [clip], free)[0]
+        is_command = kind != "no command"
+        right = is_command and (command.intent, command.slots) == (said.intent, said.slots)
+        rows.append(
+            {"grammar": name, "kind": kind, "said": said.text if is_command else said}
+            | {"right": right, "found": command.intent is not None, "text": command.text}
+            | {"confidence": command.confidence, "free_confidence": heard.confidence}
+            | {"free_text": heard.text, "floor": listener.speech.rules.reject_below}
+        )
+    return rows
+
+
+def kept(row: dict, ratio: float) -> bool:
+    confidence = row["confidence"]
+    return (
+        row["found"] and confidence >= row["floor"] and confidence >= ratio * row["free_confidence"]
+    )
+
+
+def table(rows: list[dict]) -> list[dict]:
+    out = []
+    for name in dict.fromkeys(r["grammar"] for r in rows):
+        mine = [r for r in rows if r["grammar"] == name]
+        commands = [r for r in mine if r["kind"] != "no command"]
+        others = [r for r in mine if r["kind"] == "no command"]
+        for ratio in RATIOS:
+            out.append(
+                {"grammar": name, "reject_ratio": ratio}
+                | {
+                    "commands_right_kept": sum(r["right"] and kept(r, ratio) for r in commands)
+                    / len(commands)
+                }
+                | {
+                    "commands_wrong_kept": sum(not r["right"] and kept(r, ratio) for r in commands)
+                    / len(commands)
+                }
+                | {"not_commands_rejected": sum(not kept(r, ratio) for r in others) / len(others)}
+                | {"commands": len(commands), "not_commands": len(others)}
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--grammars", nargs="+", default=["coffee", "en", "de", "es", "it", "nl", "fr"]
+    )
+    parser.add_argument("--count", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=ha.ROOT / "runs" / "bench_rejection.json")
+    args = parser.parse_args()
+    from glassformer.files import write_text_atomically
+
+    rows: list[dict] = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name in args.grammars:
+        rows += decodes(name, args.count, args.seed)
+        write_text_atomically(args.out, json.dumps(rows, ensure_ascii=False, indent=1))
+        print(
+            f"{name}: {sum(r['grammar'] == name for r in rows)} clips", file=sys.stderr, flush=True
+        )
+    print("| grammar | reject_ratio | commands right, kept | wrong, kept | not commands rejected |")
+    print("| --- | --- | --- | --- | --- |")
+    for row in table(rows):
+        print(
+            f"| {row['grammar']} | {row['reject_ratio']:g} | {row['commands_right_kept']:.1%}"
+            f" | {row['commands_wrong_kept']:.1%} | {row['not_commands_rejected']:.1%}"
+            f" (of {row['not_commands']}) |"
+        )
+
+
+if __name__ == "__main__":
+    main()
