@@ -55,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         served = load_models(speech, args.grammars, args.lm, args.translation)
         app = create_app(served, config, allowed)
     print(
-        f"# listening on http://{config.host}:{port} (the page at /, the API at /docs)",
+        f"# listening on http://{config.host}:{port} (the page at /, the API at /openapi.json)",
         flush=True,
     )
     options = {"timeout_keep_alive": config.keep_alive_s, "log_level": "warning"}
@@ -159,7 +159,7 @@ def cmd_wyoming(args: argparse.Namespace) -> None:
     if args.zeroconf is not None and not args.uri.startswith("tcp://"):
         raise GlassformerError("--zeroconf announces a tcp:// service: give --uri tcp://HOST:PORT")
     listeners = load_speech(config, args.grammars)
-    service = Service(listeners, args.speech, ModelThread())
+    service = Service(listeners, args.speech, ModelThread(), quiet=args.quiet)
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
     asyncio.run(serve(args.uri, service, args.zeroconf))
 
@@ -239,6 +239,12 @@ def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -
         metavar="NAME",
         help="announce the service over mDNS so that Home Assistant discovers it (NAME: its "
         "name there; default: this machine's)",
+    )
+    wyoming.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no log line per answered stream (on stderr: the model, the audio's length, the "
+        "intent understood, the time; never the words)",
     )
     add_listener_flags(wyoming, skip=("grammar",))
     wyoming.set_defaults(handler=cmd_wyoming)

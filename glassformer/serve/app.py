@@ -29,7 +29,7 @@ from fastapi.staticfiles import StaticFiles
 
 from glassformer.serve.batching import TranscriptionBatcher
 from glassformer.serve.config import ServeConfig
-from glassformer.serve.http import BodyLimit, HostGuard, install_error_handlers
+from glassformer.serve.http import BodyLimit, HostGuard, RequestLog, install_error_handlers
 from glassformer.serve.model_thread import ModelThread
 from glassformer.serve.models import ServedModels, describe_models
 
@@ -72,7 +72,9 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=config.max_upload_bytes, timeout_s=config.body_timeout_s)
     if allowed_hosts is not None:
-        app.add_middleware(HostGuard, allowed=allowed_hosts)  # outermost: checked first
+        app.add_middleware(HostGuard, allowed=allowed_hosts)  # checked first
+    if not config.quiet:
+        app.add_middleware(RequestLog)  # outermost: it sees every answer, refusals included
     app.include_router(speech_router)
     app.include_router(openai_router)
     app.include_router(text_router)

@@ -31,6 +31,7 @@ class ServeConfig:
     body_timeout_s: float = 30.0  # a request body not received whole by then gets 408
     # uvicorn's timeout_keep_alive; uvicorn has no separate limit on slowly sent headers
     keep_alive_s: float = 5.0  # idle keep-alive connections close after this many seconds
+    quiet: bool = False  # no request log (a line per call on stderr: method, route, status, time)
 
     def __post_init__(self) -> None:
         require_positive(self, "workers", "max_batch")

@@ -10,6 +10,7 @@ client libraries read:
     BodyLimit           a body over max_upload_bytes: 413, refused before it is read whole;
                         one not received whole within body_timeout_s: 408
     HostGuard           a Host that is not this server's, or another site's Origin: 403
+    RequestLog          a line per call on stderr: method, route (no query), status, time
 
 The limit is an ASGI middleware so it covers every route, FastAPI's own body parsing included:
 a declared Content-Length over the limit is refused before reading a byte; a body sent
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -157,6 +159,39 @@ def is_ip_address(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class RequestLog:
+    """ASGI middleware: one line on stderr when a call ends, as an operator reads a log.
+
+    Example: "POST /v1/transcribe 200 412 ms"; a WebSocket's line comes when it closes
+    ("WS /v1/listen closed 61.2 s"). The query string is left out: it is the client's.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), [0]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            took = time.perf_counter() - started
+            path = "".join(c if c.isprintable() else "?" for c in scope.get("path", ""))[:200]
+            if scope["type"] == "websocket":
+                line = f"WS {path} closed {took:.1f} s"
+            else:
+                line = f"{scope['method']} {path} {status[0] or '-'} {took * 1000:.0f} ms"
+            print(line, file=sys.stderr, flush=True)
 
 
 class HostGuard:

@@ -41,6 +41,8 @@ import asyncio
 import contextlib
 import functools
 import json
+import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +94,7 @@ class Service:
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_clients: int = MAX_CLIENTS
     clients: int = 0  # connected now (the event loop's thread alone counts them)
+    quiet: bool = False  # no log line per answered stream (the model, audio, intent, time)
 
     def __post_init__(self) -> None:
         self.first = next(iter(self.listeners.values()))  # recognize's default grammar
@@ -381,7 +384,15 @@ class Handler(AsyncEventHandler):
             raise GlassformerError("audio-stop with no audio")
         pcm = np.frombuffer(b"".join(audio), dtype="<i2")
         listener = self.listener(self.model)
+        started = time.perf_counter()
         result = await self.service.thread.run(listener.understand, pcm)
+        if not self.service.quiet:  # what was understood, never what was said (privacy)
+            heard = result.intent or ("no command" if listener.grammar else "free text")
+            took = (time.perf_counter() - started) * 1000
+            line = (
+                f"transcribe {self.model} {len(pcm) / SAMPLE_RATE:.1f} s -> {heard} {took:.0f} ms"
+            )
+            print(line, file=sys.stderr, flush=True)
         await self.send_transcript(result.text)
         await self.write_event(Transcript(text=result.text).event())
         if self.wants_intent:  # free text is read by the first grammar

@@ -4,6 +4,7 @@ every endpoint, and every bad input answered with a 4xx and a one-line JSON mess
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -326,3 +327,15 @@ def test_hostile_audio_is_refused_before_decoding(
         client.post("/v1/transcribe?grammar=grammar", content=body, headers=WAV), status, words
     )
     assert client.get("/healthz").status_code == 200
+
+
+def test_a_log_line_per_call_unless_quiet(served, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+    with TestClient(create_app(served)) as client:
+        client.get("/healthz?secret=x")
+        client.post("/v1/transcribe?grammar=nope", content=wav_bytes(tone(0.5)), headers=WAV)
+    lines = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"GET /healthz 200 \d+ ms", lines[0]), lines  # no query string
+    assert re.fullmatch(r"POST /v1/transcribe 404 \d+ ms", lines[1]), lines
+    with TestClient(create_app(served, ServeConfig(quiet=True))) as client:
+        client.get("/healthz")
+    assert capsys.readouterr().err == ""
