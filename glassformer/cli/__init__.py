@@ -50,9 +50,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from glassformer.demo import run_demo
 
-    run_demo(
-        args.out, args.clips, args.steps, args.preset, args.test_clips, progress=sys.stderr.isatty()
-    )
+    run_demo(args.out, args.clips, args.steps, args.preset, args.test_clips, progress=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,7 +8,6 @@ a translation model by sacrebleu BLEU and chrF.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from glassformer.cli.translate import TRANSLATION_BEAM
@@ -84,7 +83,7 @@ def evaluate_translation_command(args: argparse.Namespace) -> None:
     beam = TRANSLATION_BEAM if args.beam_size is None else args.beam_size
     translator = load_translator(args.checkpoint, args.device or DEVICE)
     rows, scores = evaluate_translation(
-        translator, Path(args.src), Path(args.ref), beam, progress=sys.stderr.isatty()
+        translator, Path(args.src), Path(args.ref), beam, progress=True
     )
     if args.hypotheses:
         write_text_atomically(args.hypotheses, "".join(h + "\n" for _, _, h in rows))

@@ -21,7 +21,7 @@ def cmd_train_lm(args: argparse.Namespace) -> None:
     def before_training() -> None:  # once the data is read and checked
         announce(header, model_fields, train_config, data_config)
 
-    progress = sys.stderr.isatty()
+    progress = True  # a bar on a terminal, else plain lines (glassformer/progress.py)
     result = train_lm(
         files, model_fields, train_config, data_config, out, args.resume, progress, before_training
     )

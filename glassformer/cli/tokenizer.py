@@ -39,7 +39,7 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = train_bpe_from_files(
-            args.files, args.vocab_size, args.pattern, args.special, progress=sys.stderr.isatty()
+            args.files, args.vocab_size, args.pattern, args.special, progress=True
         )
     for warning in caught:
         print(f"glassformer: note: {warning.message}", file=sys.stderr)

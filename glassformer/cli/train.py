@@ -144,12 +144,12 @@ def resolve_settings(
     then flags, or the saved run with --resume (configs.resolve_run); all validated, and
     everything the run will write under --out checked (train/outputs.py), before any data
     is read."""
-    from glassformer.configs import resolve_run
+    from glassformer.configs import flag_overrides, resolve_run
     from glassformer.train.config import TrainConfig
     from glassformer.train.outputs import check_run_directory
 
     check_run_directory(args.out)  # the string: --out '' is refused, not read as "."
-    return resolve_run(
+    resolved = resolve_run(
         preset or run.presets[args.preset],
         (run.model, TrainConfig, run.data),
         args.config,
@@ -158,6 +158,18 @@ def resolve_settings(
         args.resume,
         derived=run.withheld(),
     )
+    if args.resume:  # say what the saved run decided and what the flags given now changed
+        given = {
+            k: v
+            for cls in (run.model, TrainConfig, run.data)
+            for k, v in flag_overrides(args, cls).items()
+        }
+        kept = {k: getattr(resolved[1], k) for k in ("steps", "max_minutes") if k not in given}
+        changed = ", ".join(f"{k}={v!r}" for k, v in given.items()) or "none"
+        held = ", ".join([*(f"{k}={v!r}" for k, v in kept.items()), "..."])
+        where = Path(args.out) / "last"
+        say(f"# resuming {where}: its settings kept ({held}); given now: {changed}")
+    return resolved
 
 
 def say(*parts: object) -> None:

@@ -37,7 +37,7 @@ def cmd_train_translation(args: argparse.Namespace) -> None:
         data_config,
         out,
         args.resume,
-        progress=sys.stderr.isatty(),
+        progress=True,
     )
     say(
         f"trained to step {result.step} in {result.seconds:.0f} s; validation loss "
@@ -56,9 +56,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
     else:
         raise GlassformerError("give sentences to translate, or - to read them from stdin")
     translator = load_translator(args.checkpoint, args.device)
-    results = translate(
-        translator, sentences, args.beam, args.length_penalty, progress=sys.stderr.isatty()
-    )
+    results = translate(translator, sentences, args.beam, args.length_penalty, progress=True)
     for source, result in zip(sentences, results, strict=True):
         print(json.dumps({"source": source, "translation": result}) if args.json else result)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from glassformer.voice.grammar import DEFAULT_GRAMMAR
@@ -24,7 +23,7 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
     noise_dir = str(Path(args.noise_dir).resolve()) if args.noise_dir else ""
     grammar = Grammar.from_yaml(args.grammar)
     print(f"synthesizing {args.count:,} clips of {args.grammar} into {args.out}", flush=True)
-    progress = sys.stderr.isatty()
+    progress = True  # a bar on a terminal, else plain lines (glassformer/progress.py)
     manifest = synthesize(
         grammar, args.out, args.count, args.seed, progress=progress, noise_dir=noise_dir
     )
@@ -48,9 +47,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     if not args.data and not (data_dir / "manifest.jsonl").is_file():
         grammar_path = Path(args.grammar or DEFAULT_GRAMMAR)
         print(f"synthesizing {DEFAULT_CLIPS} clips of {grammar_path} into {data_dir}")
-        synthesize(
-            Grammar.from_yaml(grammar_path), data_dir, DEFAULT_CLIPS, progress=sys.stderr.isatty()
-        )
+        synthesize(Grammar.from_yaml(grammar_path), data_dir, DEFAULT_CLIPS, progress=True)
     info = read_dataset_info(data_dir)  # what `voice synth` recorded: grammar, noise folder
     grammar_path = speech_grammar(args.grammar, info, data_dir)
     noise_dir = args.noise_dir or info.get("noise_dir") or ""
@@ -69,7 +66,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         data_config,
         out,
         args.resume,
-        progress=sys.stderr.isatty(),
+        progress=True,
         init=args.init,
     )
     say(

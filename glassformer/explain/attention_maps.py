@@ -202,6 +202,12 @@ def collect_attention(
     """
     if (text is None) == (audio is None):
         raise GlassformerError("give exactly one of --text TEXT or --audio FILE")
+    from glassformer.convert.installed import PRETRAINED
+
+    if str(checkpoint) in PRETRAINED:  # a published speech model, as transcribe takes it
+        if audio is None:
+            raise GlassformerError(f"{checkpoint}: a speech model reads --audio, not --text")
+        return speech_maps(str(checkpoint), audio)
     directory = resolve_checkpoint(checkpoint)
     task = read_header(directory).get("task")
     if task not in INPUTS:

@@ -98,7 +98,7 @@ def train_merges(
     holds (-count, pair) entries whose count is >= the true one. When the top entry is stale
     it is re-pushed with its true count, so a valid pop is exactly the max-count, smallest pair.
     """
-    from tqdm import tqdm
+    from glassformer.progress import progress_bar
 
     words = [list(chunk) for chunk in chunk_counts]
     counts = list(chunk_counts.values())
@@ -112,7 +112,7 @@ def train_merges(
 
     lengths = [1] * N_BYTES  # bytes of each token so far
     merges: list[Pair] = []
-    bar = tqdm(total=n_merges, desc="BPE merges", unit="merge", disable=not progress)
+    bar = progress_bar(progress, total=n_merges, desc="BPE merges", unit="merge")
     while heap and len(merges) < n_merges:
         negative_count, pair = heapq.heappop(heap)
         current = pair_count.get(pair, 0)

@@ -172,7 +172,7 @@ def train_on(
     device: torch.device,
 ) -> TrainResult:
     """The loop itself, once train() has chosen the device and locked OUT."""
-    from tqdm import tqdm
+    from glassformer.progress import progress_bar
 
     model.to(device).train()
     optimizer = make_optimizer(model, config)
@@ -217,12 +217,8 @@ def train_on(
 
     d_model = model.config.d_model
     micro_batches = config.grad_accum
-    bar = tqdm(
-        total=config.steps,
-        initial=step,
-        disable=not (progress and ctx.is_main),
-        dynamic_ncols=True,
-        unit="step",
+    bar = progress_bar(
+        progress and ctx.is_main, total=config.steps, initial=step, desc="training", unit="step"
     )
     # on a CPU, as many threads as the other processes leave idle cores (glassformer/threads.py)
     governor = ThreadGovernor() if config.adapt_threads and device.type == "cpu" else None

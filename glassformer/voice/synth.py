@@ -368,9 +368,8 @@ def render_all(
     progress: bool,
 ) -> Path:
     """Render the clips missing from OUT/clips, then write the manifest (atomically)."""
-    from tqdm import tqdm
-
     from glassformer.files import atomic_file
+    from glassformer.progress import progress_bar
 
     def work(job: Job) -> dict:
         clip_id, command, voice, _, clip_seed = job
@@ -380,7 +379,7 @@ def render_all(
         return manifest_row(job)
 
     jobs = itertools.islice(plan_jobs(grammar, seed, val_fraction, voices), count)
-    bar = tqdm(total=count, desc="synthesizing", unit="clip", disable=not progress)
+    bar = progress_bar(progress, total=count, desc="synthesizing", unit="clip")
     manifest = out / MANIFEST
     with (
         ThreadPoolExecutor(workers) as pool,

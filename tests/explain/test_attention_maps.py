@@ -18,7 +18,7 @@ from glassformer.explain.attention_maps import (
 )
 from glassformer.train.config import TrainConfig
 from tests.explain.conftest import assert_png
-from tests.installed import needs_espeak
+from tests.installed import needs_espeak, needs_whisper
 
 TEXT = "check the battery log and find out whether it ran down please\n" * 30
 PAIRS = [
@@ -163,3 +163,18 @@ def test_not_a_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(GlassformerError, match="no checkpoint here") as error:
         collect_attention(tmp_path, text="ran")
     assert "\n" not in str(error.value)
+
+
+@needs_whisper
+def test_a_published_speech_model_by_name(tmp_path: Path) -> None:
+    """The name transcribe and evaluate take: Whisper's cross-attention, one map per block."""
+    from tests.serve.test_homeassistant import speak
+
+    clip = speak(tmp_path, "turn on the light")
+    maps = collect_attention("whisper-tiny.en", audio=clip)
+    probs = maps["cross"].probs  # over the positions that hold the clip: its 10-s window's first
+    assert list(maps) == ["cross"] and probs.shape[:2] == (4, 6)  # tiny: 4 blocks x 6 heads
+    shares = probs.sum(-1)  # of each row, the part on the clip (some heads look past it)
+    assert probs.min() >= 0 and shares.max() <= 1 + 1e-5 and shares.mean() > 0.3, shares.mean()
+    with pytest.raises(GlassformerError, match="reads --audio, not --text"):
+        collect_attention("whisper-tiny.en", text="turn on the light")

@@ -189,9 +189,8 @@ def train_speech(
 ) -> TrainResult:
     """Train a speech Transformer on a synthesized dataset of `grammar_path`: from scratch
     (`model_overrides`), or fine-tuned from the model `init` names (see the module doc)."""
-    from tqdm import tqdm
-
     from glassformer.audio.io import load_audio
+    from glassformer.progress import progress_bar
     from glassformer.tokenizer.io import load_tokenizer
     from glassformer.train.loop import train
     from glassformer.voice.grammar import Grammar
@@ -201,7 +200,7 @@ def train_speech(
     rows = read_manifest(data_dir)
     waveforms = {
         row["id"]: load_audio(Path(data_dir) / row["audio"])
-        for row in tqdm(rows, desc="loading clips", unit="clip", disable=not progress)
+        for row in progress_bar(progress, iterable=rows, desc="loading clips", unit="clip")
     }
     torch.manual_seed(train_config.seed)
     targets, decoding = None, None

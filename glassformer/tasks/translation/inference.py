@@ -116,7 +116,7 @@ def translate(
     progress: bool = False,
 ) -> list[str]:
     """Translate sentences, batched by similar length; results in the input order."""
-    from tqdm import tqdm
+    from glassformer.progress import progress_bar
 
     check_beam_size(beam_size)
     check_length_penalty(length_penalty)
@@ -126,7 +126,7 @@ def translate(
     order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
     results: list[str] = [""] * len(sentences)
     starts = range(0, len(order), batch_size)
-    for start in tqdm(starts, desc="translating", unit="batch", disable=not progress):
+    for start in progress_bar(progress, iterable=starts, desc="translating", unit="batch"):
         chunk = order[start : start + batch_size]
         written = translate_batch(
             translator, [encoded[i] for i in chunk], beam_size, length_penalty

@@ -97,6 +97,9 @@ def test_cli_train_resume_generate_evaluate(
     assert main(args) == 0
     assert "[train]\nsteps = 20" in capsys.readouterr().out
     assert main([*args[:-4], "--steps", "30", "--resume"]) == 0
+    said = f"# resuming {out / 'last'}: its settings kept (max_minutes=0.0, ...); given now: "
+    printed = capsys.readouterr().out
+    assert said in printed and "steps=30" in printed.split(said)[1].splitlines()[0], printed
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
     assert max(r["step"] for r in rows) == 30
     assert json.loads((out / "last" / "config.json").read_text())["data"]["block_size"] == 32
