@@ -158,24 +158,14 @@ class Baseline:
     def __init__(self, model: str, language: str, grammar) -> None:  # noqa: ANN001
         import ctranslate2
 
-        from glassformer.convert.installed import installed_files, installed_models
+        from glassformer.convert.installed import ctranslate2_directory
         from glassformer.tasks.speech.loading import (
             load_speech_model,
             use_language,
             whisper_language,
         )
 
-        directory = installed_models()[model]
-        parts = installed_files(model)
-        if len(parts) > 1:  # CTranslate2 reads one model.bin
-            joined = Path(tempfile.mkdtemp()) / model
-            joined.mkdir()
-            with open(joined / "model.bin", "wb") as out:
-                for part in parts:
-                    out.write(part.read_bytes())
-            for name in ["config.json", "tokenizer.json", "vocabulary.txt"]:
-                (joined / name).write_bytes((directory / name).read_bytes())
-            directory = joined
+        directory = ctranslate2_directory(model, Path(tempfile.mkdtemp()))
         self.whisper = ctranslate2.models.Whisper(str(directory), compute_type="float32")
         self.speech = use_language(load_speech_model(model), whisper_language(language))
         self.grammar = grammar

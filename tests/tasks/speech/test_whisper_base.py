@@ -8,7 +8,6 @@ tokens on real spoken digits, and the CLI on one. Skipped when whisper-base is n
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import torch
 
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
-from glassformer.convert.installed import installed_files, installed_models
+from glassformer.convert.installed import installed_models
 from tests.installed import HAS_ESPEAK, import_or_missing, missing, needs
 
 pytestmark = needs(
@@ -45,15 +44,7 @@ def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> N
     from glassformer.tasks.speech.search import strip
     from glassformer.tasks.speech.vocabulary import start_rule
 
-    directory = installed_models()["whisper-base"]
-    joined = tmp_path / "faster-whisper-base"  # CTranslate2 reads one model.bin
-    joined.mkdir()
-    with open(joined / "model.bin", "wb") as out:
-        for part in installed_files("whisper-base"):
-            with open(part, "rb") as source:
-                shutil.copyfileobj(source, out)
-    for name in ["config.json", "tokenizer.json", "vocabulary.txt"]:
-        shutil.copy(directory / name, joined / name)
+    joined = joined_model(tmp_path)
     theirs = ctranslate2.models.Whisper(str(joined), compute_type="float32", intra_threads=1)
     speech = load_speech_model("whisper-base")
     model, prompt, eos = speech.model, list(speech.rules.prompt), speech.rules.eos
@@ -95,16 +86,9 @@ def test_cli_transcribes_with_a_grammar(clips: list[Path], capsys: pytest.Captur
 
 def joined_model(tmp_path: Path) -> Path:
     """whisper-base's parts as one CTranslate2 directory (CTranslate2 reads one model.bin)."""
-    directory = installed_models()["whisper-base"]
-    joined = tmp_path / "faster-whisper-base"
-    joined.mkdir()
-    with open(joined / "model.bin", "wb") as out:
-        for part in installed_files("whisper-base"):
-            with open(part, "rb") as source:
-                shutil.copyfileobj(source, out)
-    for name in ["config.json", "tokenizer.json", "vocabulary.txt"]:
-        shutil.copy(directory / name, joined / name)
-    return joined
+    from glassformer.convert.installed import ctranslate2_directory
+
+    return ctranslate2_directory("whisper-base", tmp_path)
 
 
 @pytest.mark.parametrize(
