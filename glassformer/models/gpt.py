@@ -47,7 +47,8 @@ class GPT(nn.Module):
         self.decoder = Decoder(blocks, final_norm)
         tied = self.embed.weight if c.tie_weights else None  # one matrix, both ways
         self.head = DeEmbedding(c.d_model, c.vocab_size, tied)
-        init_gpt_weights(self)
+        if not self.embed.weight.is_meta:  # a skeleton (checkpoint.py): nothing to draw, and
+            init_gpt_weights(self)  # torch's normal_ on meta imports torch._dynamo (1.6 s)
 
     def forward(
         self,

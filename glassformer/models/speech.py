@@ -46,8 +46,9 @@ class SpeechTransformer(Seq2SeqTransformer):
         self.ctc_head = None
         if config.ctc_head:
             self.ctc_head = nn.Linear(config.d_model, config.tgt_vocab_size)
-            nn.init.xavier_uniform_(self.ctc_head.weight)
-            nn.init.zeros_(self.ctc_head.bias)
+            if not self.ctc_head.weight.is_meta:  # as Seq2SeqTransformer's
+                nn.init.xavier_uniform_(self.ctc_head.weight)
+                nn.init.zeros_(self.ctc_head.bias)
 
     @property
     def max_frames(self) -> int:
