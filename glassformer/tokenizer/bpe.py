@@ -77,15 +77,14 @@ class BPETokenizer(Tokenizer):
         pattern: str = "gpt4",
         special_tokens: Iterable[str] = (),
     ) -> None:
-        self.merges = [tuple(pair) for pair in merges]
         self.pattern = resolve_pattern(pattern)
         self.pattern_name = pattern if pattern in PATTERNS else None
         self.split = chunker(pattern)
-        self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
-        self.vocab = [bytes([i]) for i in range(N_BYTES)]
+        self.merges: list[tuple[int, int]] = []  # each checked before it is kept: a hostile
+        self.vocab = [bytes([i]) for i in range(N_BYTES)]  # file is refused before it is held
         specials = check_special_tokens(special_tokens)
         total = N_BYTES + sum(len(s.encode("utf-8", "surrogatepass")) for s in specials)
-        for rank, (a, b) in enumerate(self.merges):
+        for rank, (a, b) in enumerate(merges):
             if not (0 <= a < N_BYTES + rank and 0 <= b < N_BYTES + rank):
                 raise ValueError(f"merge {rank} ({a}, {b}) uses an id not yet defined")
             size = len(self.vocab[a]) + len(self.vocab[b])  # checked before the bytes are made
@@ -101,6 +100,8 @@ class BPETokenizer(Tokenizer):
                     f"{MAX_VOCAB_BYTES:,} bytes in all"
                 )
             self.vocab.append(self.vocab[a] + self.vocab[b])
+            self.merges.append((a, b))
+        self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
         first_special = N_BYTES + len(self.merges)
         self.special_tokens = {s: first_special + i for i, s in enumerate(specials)}
         self.special_bytes = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}

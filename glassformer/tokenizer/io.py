@@ -73,7 +73,7 @@ def tokenizer_from_json(document: dict[str, Any]) -> Tokenizer:
         if not all(is_pair_of_ids(pair) for pair in merges):
             bad = next(pair for pair in merges if not is_pair_of_ids(pair))
             raise ValueError(f"merges: {bad!r} is not a pair of non-negative integer ids")
-        return BPETokenizer([tuple(pair) for pair in merges], pattern, specials)
+        return BPETokenizer(merges, pattern, specials)  # it makes each pair a tuple, once
     if kind == "char":
         chars = require(document, "chars", list)
         if not all(isinstance(c, str) and len(c) == 1 for c in chars):
