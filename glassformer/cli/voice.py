@@ -75,6 +75,26 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_adapt(args: argparse.Namespace) -> None:
+    from glassformer.tasks.speech.adapt import AdaptConfig, adapt
+
+    config = AdaptConfig(
+        args.grammar,
+        args.model,
+        args.noise_dir or "",
+        args.clips,
+        args.steps,
+        args.minutes,
+        args.seed,
+    )
+    result = adapt(config, args.out)
+    print(
+        f"adapted in {result.seconds / 60:.1f} minutes of training (step {result.step}, "
+        f"validation loss {result.val_loss:.4f}); the model is {args.out}/best:\n"
+        f"  glassformer transcribe {args.out}/best CLIP.wav"
+    )
+
+
 def speech_grammar(given: str | None, info: dict, data_dir: Path) -> Path:
     """The grammar to train for: the one the dataset was synthesized from; --grammar may name
     it again (or a copy with the same content), never another (it would mislabel every clip)."""
@@ -146,11 +166,16 @@ def cmd_transcribe(args: argparse.Namespace) -> None:
 
 
 def cmd_models(args: argparse.Namespace) -> None:
-    from glassformer.convert.installed import PRETRAINED, installed_models
+    from glassformer.convert.installed import PRETRAINED, installed_files
 
-    for name, directory in installed_models().items():
-        where = str(directory) if directory else f"not installed ({PRETRAINED[name][1]})"
-        print(f"{name}\t{where}")
+    print(f"{'MODEL':<16} {'SIZE':>8}  WHERE (give MODEL to transcribe, serve, wyoming, adapt)")
+    for name, (_, install) in PRETRAINED.items():
+        files = installed_files(name)
+        if files is None:
+            print(f"{name:<16} {'-':>8}  not installed: {install}")
+        else:
+            size = sum(f.stat().st_size for f in files) / 1e6
+            print(f"{name:<16} {size:>5.0f} MB  {files[0].parent}")
 
 
 def cmd_import_whisper(args: argparse.Namespace) -> None:
@@ -210,6 +235,8 @@ def add_voice_commands(
     add_run_flags(speech, SPEECH_RUN)
     speech.set_defaults(handler=cmd_train_speech)
 
+    add_adapt_command(commands, formatter)
+
     transcribe = commands.add_parser(
         "transcribe",
         help="audio files to text, intent and slots",
@@ -268,3 +295,36 @@ def add_voice_commands(
     )
     whisper.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     whisper.set_defaults(handler=cmd_import_whisper)
+
+
+def add_adapt_command(commands: argparse._SubParsersAction, formatter: type) -> None:
+    from glassformer.tasks.speech.adapt import AdaptConfig
+
+    defaults = AdaptConfig("")  # the one place the defaults are written
+    adapt = commands.add_parser(
+        "adapt",
+        help="fit a published Whisper to a command grammar and its room's noise",
+        formatter_class=formatter,
+        description="Synthesize the grammar's commands with every installed voice into "
+        "OUT/data, then fine-tune the model's decoder on them with the room's noise mixed in "
+        "(its encoder stays as published), within a time budget. OUT/best is an ordinary "
+        "speech model: give it as MODEL to transcribe, serve or wyoming. Zero-shot already "
+        "understands the grammar; adapting wins back what noise costs (docs/benchmarks.md). "
+        "Run the same command again to resume an interrupted run.",
+    )
+    adapt.add_argument("--grammar", required=True, help="the grammar YAML (Rhino format)")
+    adapt.add_argument("--out", required=True, metavar="DIR", help="run directory")
+    adapt.add_argument("--model", default=defaults.model, help="the model to start from")
+    adapt.add_argument(
+        "--noise-dir", metavar="DIR", help="WAV recordings of the room's noise to mix in"
+    )
+    adapt.add_argument("--clips", type=int, default=defaults.clips, help="commands to synthesize")
+    adapt.add_argument("--steps", type=int, default=defaults.steps, help="fine-tuning steps")
+    adapt.add_argument(
+        "--minutes",
+        type=float,
+        default=defaults.minutes,
+        help="the whole run's budget (synthesis, then training stops when it is spent)",
+    )
+    adapt.add_argument("--seed", type=int, default=defaults.seed, help="synthesis seed")
+    adapt.set_defaults(handler=cmd_adapt)

@@ -24,22 +24,26 @@ from glassformer.train.outputs import LOCK_FILE
 
 
 @contextlib.contextmanager
-def run_directory_lock(out: Path) -> Iterator[None]:
-    """Hold OUT/.lock for the block; a second holder gets a GlassformerError at once.
+def run_directory_lock(
+    out: Path, lock_file: str = LOCK_FILE, holder_kind: str = "training run"
+) -> Iterator[None]:
+    """Hold OUT/`lock_file` for the block; a second holder gets a GlassformerError at once.
+    A command that runs several steps in one OUT (`adapt`: synthesis, then training) holds
+    its own lock file around the training run's.
 
     Raises:
-        GlassformerError: "OUT is in use by another training run (pid N)", or OUT/.lock is
-            not a regular file.
+        GlassformerError: "OUT is in use by another training run (pid N)", or the lock file
+            is not a regular file.
     """
     out.mkdir(parents=True, exist_ok=True)
-    descriptor = open_regular(out / LOCK_FILE, os.O_RDWR | os.O_CREAT)  # never a FIFO or device
+    descriptor = open_regular(out / lock_file, os.O_RDWR | os.O_CREAT)  # never a FIFO or device
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
             raise GlassformerError(
-                f"{out} is in use by another training run (pid {holder}); wait for it or "
+                f"{out} is in use by another {holder_kind} (pid {holder}); wait for it or "
                 "choose another --out"
             ) from None
         os.ftruncate(descriptor, 0)
