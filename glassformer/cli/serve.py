@@ -25,6 +25,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
             "nothing to serve: give --speech MODEL, --lm DIR or --translation DIR"
         )
     speech = listener_config(args, args.speech) if args.speech else None
+    from glassformer.serve.models import check_sources
+
+    check_sources(speech, args.grammars, args.lm, args.translation)  # before any loads
     try:
         import uvicorn
     except ImportError:

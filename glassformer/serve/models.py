@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.translation.inference import Translator
     from glassformer.tokenizer.base import Tokenizer
+    from glassformer.voice.commands import CommandGrammar
 
 
 @dataclass
@@ -77,6 +78,33 @@ def load_speech(config: ListenerConfig, grammar_paths: list[str]) -> dict[str, L
     return {name: first.with_grammar(g) for name, g in grammars.items()}
 
 
+def check_sources(
+    speech: ListenerConfig | None, grammars: list[str], lm: str | None, translation: str | None
+) -> None:
+    """Every model and grammar named exists and is of its kind, checked before any loads
+    (loading Whisper takes seconds; a mistyped --lm should not wait for it).
+
+    Raises:
+        GlassformerError: a missing path or unknown name, a checkpoint of another task.
+    """
+    from glassformer.tasks.speech.loading import check_speech_source
+    from glassformer.train.checkpoint import open_task_checkpoint
+
+    if grammars and speech is None:
+        raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
+    if speech is not None:
+        check_speech_source(speech.model, "--speech")
+    for path in grammars:
+        if not Path(path).is_file():
+            raise GlassformerError(f"--grammar {path}: no such file")
+    for flag, path, task in (("--lm", lm, "lm"), ("--translation", translation, "translation")):
+        if path is not None:
+            hint = f"train one with `glassformer train {task} --out {path}`"
+            if not Path(path).is_dir():
+                raise GlassformerError(f"{flag} {path}: no such directory ({hint})")
+            open_task_checkpoint(path, task)
+
+
 def load_models(
     speech: ListenerConfig | None,
     grammars: list[str],
@@ -87,8 +115,7 @@ def load_models(
     says); a bad path or name is a one-line GlassformerError."""
     from glassformer.tasks.speech.config import ListenerConfig
 
-    if grammars and speech is None:
-        raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
+    check_sources(speech, grammars, lm, translation)
     device = (speech or ListenerConfig()).device
     served = ServedModels()
     if speech is not None:
@@ -137,6 +164,11 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
                 if listener.grammar is not None
             },
             "default_grammar": served.default_grammar,
+            "examples": {  # the page's "try saying"
+                name: example_sentences(listener.grammar)
+                for name, listener in served.speech.items()
+                if listener.grammar is not None
+            },
         }
     if served.lm is not None:
         model, _ = served.lm
@@ -147,3 +179,15 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
             "parameters": parameter_count(served.translator.model),
         }
     return described
+
+
+def example_sentences(grammar: CommandGrammar, count: int = 4) -> list[str]:
+    """A few different sentences of the grammar, the same on every call (a fixed seed)."""
+    import random
+
+    rng, found = random.Random(0), {}  # a dict keeps the order they were found in
+    for _ in range(count * 25):
+        found.setdefault(grammar.sample(rng).text, None)
+        if len(found) == count:
+            break
+    return list(found)

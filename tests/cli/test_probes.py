@@ -338,6 +338,14 @@ ROWS = [
     ([*TRAIN_LM, *CORPUS, "--warmup-steps", "-5"], "warmup_steps=-5 must be >= 0"),
     ([*TRAIN_T, "--data", "{in}/pairs.tsv", "--warmup-steps", "-5"], "warmup_steps=-5"),
     (["serve", "--lm", "{lm}", "--host", "no.such.host.invalid"], "cannot listen there"),
+    # issue 29: every model named is checked before any loads (Whisper takes seconds)
+    (
+        ["serve", "--speech", "whisper-tiny.en", "--lm", "{in}/nowhere"],
+        "nowhere: no such directory",
+    ),
+    (["serve", "--speech", "{in}/nowhere"], "nowhere: no such model directory"),
+    (["serve", "--speech", "whisper-tiny.en", "--translation", "{lm}"], "not a translation"),
+    (["serve", "--speech", "whisper-tiny.en", "--grammar", "{in}/none.yaml"], "none.yaml: no"),
     # issue 26, section 2: an empty output path, an output that is also its side file
     ([*TRAIN_LM, *CORPUS, "--out", ""], "--out '': an empty path"),
     ([*TOKENIZER, ""], "--out '': an empty path"),

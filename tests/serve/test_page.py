@@ -181,3 +181,47 @@ def test_the_microphone_end_to_end(browser, server: str, tmp_path: Path) -> None
     browser.save_screenshot(str(tmp_path / "microphone.png"))
     browser.find_element("id", "mic-button").click()
     assert browser.find_element("id", "mic-status").text == "microphone off"
+
+
+def test_the_page_says_what_to_say_and_how_to_load_what_is_missing(browser, server: str) -> None:  # noqa: ANN001
+    """ "try saying" shows sentences of the selected grammar; each section's hint (which flag
+    loads its model) shows only when that model is missing; the microphone outside a secure
+    context (plain http to another machine) says why, not "undefined"."""
+    from glassformer.voice.grammar import Grammar
+
+    open_page(browser, server)
+    said = browser.find_element("id", "try-saying").text
+    assert said.startswith("try saying: “"), said
+    grammar = Grammar.from_yaml(ROOT / "bench/grammars/words.yaml")
+    sentences = re.findall(r"“([^”]+)”", said)
+    assert len(sentences) == 4 and all(grammar.accepts(s) for s in sentences), sentences
+    hints = browser.find_elements("css selector", ".hint")
+    assert len(hints) == 4 and not any(h.is_displayed() for h in hints)  # every model loaded
+    browser.execute_script(
+        "document.getElementById('generate-section').classList.add('unavailable')"
+    )
+    hint = browser.find_element("css selector", "#generate-section .hint")
+    assert hint.is_displayed() and "--lm DIR" in hint.text
+    browser.execute_script("Object.defineProperty(navigator, 'mediaDevices', {value: undefined})")
+    browser.find_element("id", "mic-button").click()
+    error = browser.find_element("id", "error")
+    wait_for(browser, lambda d: "https://" in error.text, 10)
+    assert "localhost" in error.text and browser.find_element("id", "mic-status").text == (
+        "microphone off"
+    )
+
+
+def test_a_head_enlarges_with_labels_still_readable(browser, server: str) -> None:  # noqa: ANN001
+    open_page(browser, server)
+    browser.find_elements("css selector", ".preset")[1].click()  # the longest preset
+    grid = browser.find_element("id", "attention-grid")
+    wait_for(browser, lambda d: grid.get_attribute("data-drawn") == "8")
+    head = grid.find_elements("css selector", ".head")[0]
+    canvas = head.find_element("tag name", "canvas")
+    before = canvas.size["width"]
+    head.click()
+    wait_for(browser, lambda d: "large" in head.get_attribute("class"), 10)
+    assert canvas.size["width"] > 1.5 * before
+    # a label's drawn size: the canvas's own pixels times how much the page scales it
+    scale = canvas.size["width"] / int(canvas.get_attribute("width"))
+    assert 12 * scale >= 10, scale

@@ -1,7 +1,7 @@
 // glassformer serve's page: speak or drop a command and see its intent and the decoder's
 // cross-attention; explore every layer's and head's attention; stream generation; translate.
 // Plain browser JavaScript (no framework, no build step, nothing from the network). The
-// server's API is described at /docs; the WebSocket protocol in serve/routes_speech.py.
+// server's API is described at /openapi.json; the WebSocket protocol in serve/routes_speech.py.
 "use strict";
 
 const RATE = 16000; // samples per second the server listens at
@@ -25,9 +25,12 @@ function colour(weight) { // 0 -> near white, 1 -> dark blue; sqrt keeps small w
 }
 
 function drawMatrix(ctx, matrix, x0, y0, width, height) { // matrix: T rows of S weights
+  // the darkest cell is the map's largest weight (a spread-out map would be all pale); the
+  // tooltips give the weights themselves
   const w = width / matrix[0].length, h = height / matrix.length;
+  const top = Math.max(...matrix.map((row) => Math.max(...row)), 1e-9);
   matrix.forEach((row, i) => row.forEach((weight, j) => {
-    ctx.fillStyle = colour(weight);
+    ctx.fillStyle = colour(weight / top);
     ctx.fillRect(x0 + j * w, y0 + i * h, Math.ceil(w), Math.ceil(h));
   }));
 }
@@ -56,44 +59,59 @@ function cellUnder(event, canvas, rows, cols, x0, y0, width, height) { // [i, j]
 // ---- attention explorer: one heat map per layer and head, tokens on both axes -------------
 
 let attentionKinds = [];
+const LABEL_PX = 12; // token labels stay this size however small the cells
+
+function drawHead(canvas, kind, matrix, cell) { // one head's map, tokens on both axes
+  const T = kind.queries.length, S = kind.keys.length;
+  const ctx = canvas.getContext("2d");
+  ctx.font = `${LABEL_PX}px monospace`;
+  const longest = Math.max(...kind.queries.concat(kind.keys).map((t) => ctx.measureText(t).width), 1);
+  const margin = Math.ceil(longest) + 8;
+  canvas.width = margin + S * cell;
+  canvas.height = margin + T * cell;
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  drawMatrix(ctx, matrix, margin, margin, S * cell, T * cell);
+  ctx.fillStyle = "#1d2430";
+  ctx.font = `${LABEL_PX}px monospace`; // resizing the canvas reset it
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  kind.queries.forEach((t, i) => ctx.fillText(t, margin - 4, margin + (i + 0.5) * cell));
+  kind.keys.forEach((t, j) => {
+    ctx.save();
+    ctx.translate(margin + (j + 0.5) * cell, margin - 4);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left";
+    ctx.fillText(t, 0, 0);
+    ctx.restore();
+  });
+  canvas.onmousemove = (event) => {
+    const hit = cellUnder(event, canvas, T, S, margin, margin, S * cell, T * cell);
+    if (!hit) { $("tooltip").hidden = true; return; }
+    const [i, j] = hit;
+    showTooltip(event, `${kind.queries[i]} → ${kind.keys[j]}: ${matrix[i][j].toFixed(3)}`);
+  };
+  canvas.onmouseleave = () => { $("tooltip").hidden = true; };
+}
 
 function drawKind(kind) {
   const grid = $("attention-grid");
   grid.replaceChildren();
-  $("attention-title").textContent = `${kind.title}: ${kind.layers} layers x ${kind.heads} heads`;
-  const T = kind.queries.length, S = kind.keys.length;
-  const cell = Math.max(6, Math.min(18, Math.floor(360 / Math.max(T, S))));
-  const margin = 8 + 7 * Math.max(...kind.queries.concat(kind.keys).map((t) => t.length), 1);
+  $("attention-title").textContent = `${kind.title}: ${kind.layers} layers x ${kind.heads} heads ` +
+    "(darkest: each map's largest weight; click a head to enlarge it)";
+  const tokens = Math.max(kind.queries.length, kind.keys.length);
+  const small = Math.max(LABEL_PX, Math.min(20, Math.floor(360 / tokens)));
+  const large = Math.max(small, Math.min(48, Math.floor(760 / tokens)));
   kind.probs.forEach((heads, layer) => heads.forEach((matrix, head) => {
     const box = document.createElement("div");
     box.className = "head";
     box.textContent = `layer ${layer + 1}, head ${head + 1}`;
     const canvas = document.createElement("canvas");
-    canvas.width = margin + S * cell;
-    canvas.height = margin + T * cell;
-    const ctx = canvas.getContext("2d");
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
-    drawMatrix(ctx, matrix, margin, margin, S * cell, T * cell);
-    ctx.fillStyle = "#1d2430";
-    ctx.font = `${Math.min(12, cell)}px monospace`;
-    ctx.textAlign = "right";
-    kind.queries.forEach((t, i) => ctx.fillText(t, margin - 3, margin + (i + 0.8) * cell));
-    kind.keys.forEach((t, j) => {
-      ctx.save();
-      ctx.translate(margin + (j + 0.8) * cell, margin - 3);
-      ctx.rotate(-Math.PI / 2);
-      ctx.textAlign = "left";
-      ctx.fillText(t, 0, 0);
-      ctx.restore();
+    drawHead(canvas, kind, matrix, small);
+    box.addEventListener("click", () => {
+      const enlarged = box.classList.toggle("large");
+      drawHead(canvas, kind, matrix, enlarged ? large : small);
     });
-    canvas.addEventListener("mousemove", (event) => {
-      const hit = cellUnder(event, canvas, T, S, margin, margin, S * cell, T * cell);
-      if (!hit) { $("tooltip").hidden = true; return; }
-      const [i, j] = hit;
-      showTooltip(event, `${kind.queries[i]} → ${kind.keys[j]}: ${matrix[i][j].toFixed(3)}`);
-    });
-    canvas.addEventListener("mouseleave", () => { $("tooltip").hidden = true; });
     box.appendChild(canvas);
     grid.appendChild(box);
   }));
@@ -221,6 +239,11 @@ function sentAudio(state, start, end) { // the stream's samples [start, end), as
 
 async function startListening() {
   showError("");
+  if (!navigator.mediaDevices || !window.isSecureContext) {
+    throw new Error("browsers give the microphone only to https:// pages or to localhost: open " +
+      `http://localhost:${location.port || 80}/ on the server's own machine, or put the server ` +
+      "behind https (a reverse proxy); dropping a file below works anywhere");
+  }
   const stream = await navigator.mediaDevices.getUserMedia({
     audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
   });
@@ -328,6 +351,8 @@ async function start() {
   $("loaded").textContent = names.length ? `loaded: ${names.join(", ")}` : "no models loaded";
   grammarNames = models.speech ? Object.keys(models.speech.grammars) : [];
   $("grammar-select").replaceChildren(...grammarNames.map((g) => new Option(g, g)));
+  examples = models.speech ? models.speech.examples : {};
+  showExamples();
   const textModels = ["lm", "translation"].filter((m) => models[m]);
   $("attention-model").replaceChildren(...textModels.map((m) => new Option(m, m)));
   $("speech-section").classList.toggle("unavailable", !models.speech);
@@ -337,6 +362,15 @@ async function start() {
   document.body.dataset.ready = "1";
 }
 
+let examples = {}; // grammar name -> a few of its sentences
+
+function showExamples() {
+  const sentences = examples[$("grammar-select").value] || [];
+  $("try-saying").textContent = sentences.length ?
+    `try saying: ${sentences.map((s) => `“${s}”`).join(", ")}` : "";
+}
+
+$("grammar-select").addEventListener("change", showExamples);
 $("mic-button").addEventListener("click", () => {
   if (listening) stopListening();
   else startListening().catch((error) => { showError(`microphone: ${error.message}`); stopListening(); });

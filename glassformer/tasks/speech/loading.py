@@ -1,5 +1,6 @@
 """Loading a speech model for transcription, and giving it a grammar (and Whisper its context).
 
+    check_speech_source(source, flag)            it names something, before anything loads
     load_speech_model(source, device, grammar)   a run, checkpoint, Whisper directory or name
     use_grammar(speech, grammar)                 the same network for another grammar
     use_language(speech, language)               a multilingual Whisper told its language
@@ -96,6 +97,24 @@ def use_language(speech: SpeechModel, language: str | None) -> SpeechModel:
     prompt[spoken[0]] = token
     rules = dataclasses.replace(speech.rules, prompt=tuple(prompt))
     return dataclasses.replace(speech, rules=rules)
+
+
+def check_speech_source(source: str | Path, flag: str) -> None:
+    """Raise GlassformerError unless `source` is an existing path or an installed pretrained
+    model: a cheap check for a door to make before it loads anything.
+
+    Example: check_speech_source("whisper-huge", "--speech") raises "--speech whisper-huge:
+    no such model directory or file, nor a pretrained name (whisper-base, whisper-tiny.en)"
+    """
+    from glassformer.convert.installed import PRETRAINED, locate
+
+    if str(source) in PRETRAINED:
+        locate(str(source))  # known, but is it installed? (its pip command if not)
+    elif not Path(source).exists():
+        known = ", ".join(sorted(PRETRAINED))
+        raise GlassformerError(
+            f"{flag} {source}: no such model directory or file, nor a pretrained name ({known})"
+        )
 
 
 def load_speech_model(
