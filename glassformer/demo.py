@@ -40,6 +40,7 @@ from glassformer.tasks.speech.training import train_speech
 from glassformer.textfiles import read_json
 from glassformer.train.config import TrainConfig
 from glassformer.voice.grammar import Grammar
+from glassformer.voice.manifest import MANIFEST
 from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
 from glassformer.voice.synth import read_manifest, synthesize
 
@@ -145,10 +146,14 @@ def run_demo(
 
 def synthesize_commands(grammar: Grammar, data_dir: Path, clips: int, progress: bool) -> None:
     """The from-scratch model's training speech: every installed TTS voice (cached)."""
-    print(
-        f"2/4 synthesizing {clips} commands of {GRAMMAR.name} ({grammar.count():,} possible "
-        f"sentences) into {data_dir}"
-    )
+    made = len(read_manifest(data_dir)) if (data_dir / MANIFEST).is_file() else 0
+    if made >= clips:  # a rerun: synthesize() only checks the folder
+        print(f"2/4 reusing the {clips} synthesized commands in {data_dir}")
+    else:
+        print(
+            f"2/4 synthesizing {clips} commands of {GRAMMAR.name} ({grammar.count():,} "
+            f"possible sentences) into {data_dir}"
+        )
     synthesize(grammar, data_dir, clips, progress=progress)
 
 

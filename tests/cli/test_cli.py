@@ -88,5 +88,7 @@ def test_demo_runs_the_main_job_end_to_end_at_a_tiny_size(
     assert "1/4" in out and "4/4" in out and "command acceptance" in out
     assert "from scratch" in out and "real human speech" in out
     assert (tmp_path / "demo" / "cross_attention_scratch.png").is_file()
+    assert "2/4 synthesizing 40 commands" in out
     assert main(args) == 0
-    assert "reusing the trained model" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "reusing the trained model" in again and "2/4 reusing the 40 synthesized" in again

@@ -176,3 +176,15 @@ def test_bias_free_weights_under_a_biased_config_name_the_missing_biases(tmp_pat
     (path / "config.json").write_text(json.dumps(header))
     with pytest.raises(CheckpointError, match=r"missing tensors .*bias"):
         glassformer.load(path)
+
+
+def test_info_shows_long_lists_cut_with_their_count() -> None:
+    """`info` on an imported Whisper printed its 90 suppressed token ids in full."""
+    from glassformer.train.checkpoint import shortened
+
+    header = {"decoding": {"suppress": list(range(90)), "prompt": [1, 2]}, "task": "speech"}
+    assert shortened(header, shown=3) == {
+        "decoding": {"suppress": [0, 1, 2, "... 90 in all"], "prompt": [1, 2]},
+        "task": "speech",
+    }
+    assert shortened([[1, 2, 3, 4]], shown=2) == [[1, 2, "... 4 in all"]]
