@@ -101,9 +101,10 @@ def plot_loss_curve(rows: list[dict[str, Any]], path: Path) -> None:
     if val:
         steps, losses = zip(*val, strict=True)
         axes.plot(steps, losses, "o-", color="tab:orange", label="validation")
-    finite = [loss for _, loss in train + val if math.isfinite(loss)]
-    if finite:
-        axes.set_ylim(min(finite) * 0.95, min(max(finite), min(finite) * 3))
+    finite = [loss for _, loss in train + val if math.isfinite(loss) and loss > 0]
+    if finite:  # a log scale shows the first steps' fall and the last steps' detail at once
+        axes.set_yscale("log")
+        axes.set_ylim(min(finite) * 0.9, max(finite) * 1.1)
     axes.set_xlabel("step")
     axes.set_ylabel("loss (nats per token)")
     axes.grid(alpha=0.3)

@@ -17,9 +17,27 @@ def explain_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def results(explain_dir: Path) -> dict[str, dict]:
-    """Each section's result dict, by name (all figures written under explain_dir)."""
-    return {name: run_section(name, explain_dir) for name in SECTIONS}
+def figure_problems() -> dict[str, list[str]]:
+    """Each figure the sections wrote -> what plots.figure_problems found in it."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def results(explain_dir: Path, figure_problems: dict[str, list[str]]) -> dict[str, dict]:
+    """Each section's result dict, by name (all figures written under explain_dir), every
+    figure checked as it is saved (tests/explain/test_figures.py reads the findings)."""
+    from glassformer.explain import plots
+
+    original = plots.save
+
+    def checked_save(figure, path):  # noqa: ANN001, ANN202
+        plots.wrap_titles(figure)  # as save() does first: the layout the PNG will have
+        figure_problems[Path(path).name] = plots.figure_problems(figure)
+        return original(figure, path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "save", checked_save)
+        return {name: run_section(name, explain_dir) for name in SECTIONS}
 
 
 def assert_png(path: str | Path) -> None:
