@@ -4,7 +4,7 @@ grammar, with noise, and its speed beside CTranslate2 running the same weights.
     .venv/bin/python bench/bench_whisper.py digits [--split test|all] [--snr 24 18 12 6]
     .venv/bin/python bench/bench_whisper.py words  [--snr ...]
     (either with --model RUN_DIR: a model trained here, or a fine-tuned one, on the same clips)
-    .venv/bin/python bench/bench_whisper.py coffee [--clips 100] [--snr 24 18 12 6]
+    .venv/bin/python bench/bench_whisper.py coffee [--clips 100] [--snr 24 18 12 6] [--heldout]
     .venv/bin/python bench/bench_whisper.py speed  [--clips 20] [--recorded] [--ct2-context]
         [--precision float32|int8] [--beam B] [--ct2-type int8|float32]
 
@@ -13,8 +13,8 @@ speech_commands_mini (many speakers) against bench/grammars/words.yaml. Every cl
 transcribed grammar-constrained with beam 4 and the model's own rejection threshold; a clip
 counts when the slot is right. Noise: ../shared/data/noise (cafe, fridge, traffic, in turn)
 mixed at each SNR; errors of the clean pass go to stderr; --grammar replaces the grammar.
-coffee: ../shared/data/grammars/coffee_maker.yaml spoken by held-out synthetic voices inside
-long silent clips (see coffee()).
+coffee: ../shared/data/grammars/coffee_maker.yaml spoken by synthetic voices inside long
+silent clips (see coffee()); --heldout keeps only the voices fine-tuning never trains on.
 speed: one CPU thread, file in to intent out, median over clips, ours (--model: Whisper or a
 from-scratch run; --precision, --beam) and, for Whisper, CTranslate2's in the same run (same
 weights at --ct2-type, default int8, its fastest on a CPU; the same beam and features;
@@ -100,10 +100,12 @@ def accuracy(
     return result
 
 
-def coffee_clips(count: int, seed: int) -> tuple[list, list[dict]]:
-    """coffee_maker.yaml orders of held-out synthetic voices, laid out like real command
-    recordings: 2-15 s clips, the command somewhere inside 0.5-6 s of silence before and
-    0.5-6 s after (runs of exact zeros, then a faint room hiss); and their manifest rows."""
+def coffee_clips(count: int, seed: int, heldout: bool = False) -> tuple[list, list[dict]]:
+    """coffee_maker.yaml orders of synthetic voices, laid out like real command recordings:
+    2-15 s clips, the command somewhere inside 0.5-6 s of silence before and 0.5-6 s after
+    (runs of exact zeros, then a faint room hiss); and their manifest rows. `heldout` keeps
+    only the voices synthesis holds out for validation (voice/synth.py: the same voices on
+    every machine), which no fine-tuning (`adapt`, `train speech --init`) trains on."""
     import numpy as np
 
     from glassformer.audio.io import load_audio
@@ -114,7 +116,7 @@ def coffee_clips(count: int, seed: int) -> tuple[list, list[dict]]:
     grammar_path = SHARED / "grammars" / "coffee_maker.yaml"
     data = default_cache_root() / "voice" / f"coffee-heldout-{seed}-{count}"
     synthesize(Grammar.from_yaml(grammar_path), data, count, seed=seed, progress=False)
-    rows = read_manifest(data)
+    rows = [r for r in read_manifest(data) if not heldout or r["split"] == "val"]
     rng = np.random.default_rng(seed)
     clips = []
     for row in rows:
@@ -128,14 +130,16 @@ def coffee_clips(count: int, seed: int) -> tuple[list, list[dict]]:
     return clips, rows
 
 
-def coffee(count: int, snrs: list[float], config: ListenerConfig, seed: int) -> dict:
+def coffee(
+    count: int, snrs: list[float], config: ListenerConfig, seed: int, heldout: bool = False
+) -> dict:
     """coffee_clips() understood clean and with noise at each SNR. A clip counts when the
     intent and every slot are exactly right (the benchmark's rule)."""
     from glassformer.tasks.speech.evaluation import is_accepted
     from glassformer.tasks.speech.listener import Listener
 
     grammar_path = SHARED / "grammars" / "coffee_maker.yaml"
-    clips, rows = coffee_clips(count, seed)
+    clips, rows = coffee_clips(count, seed, heldout)
     listener = Listener(dataclasses.replace(config, grammar=str(grammar_path)))
     result: dict = {
         "clips": len(rows),
@@ -233,6 +237,9 @@ def main() -> None:
     parser.add_argument("--snr", type=float, nargs="*", default=[], help="noise levels, dB")
     parser.add_argument("--clips", type=int, default=20, help="speed: clips to time; coffee: clips")
     parser.add_argument("--seed", type=int, default=7, help="coffee: the synthesis seed")
+    parser.add_argument(
+        "--heldout", action="store_true", help="coffee: only the voices no fine-tuning hears"
+    )
     parser.add_argument("--grammar", type=Path, help="another grammar YAML")
     parser.add_argument("--model", default="whisper-tiny.en", help="a name or a run directory")
     parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
@@ -261,7 +268,7 @@ def main() -> None:
         print(json.dumps({args.what: result, "config": str(config)}, indent=1))
         return
     if args.what == "coffee":
-        result = coffee(args.clips, args.snr, config, args.seed)
+        result = coffee(args.clips, args.snr, config, args.seed, args.heldout)
     elif args.what == "digits":
         grammar = args.grammar or ROOT / "bench/grammars/digits.yaml"
         result = accuracy(grammar, *fsdd(args.split), args.snr, config)

@@ -14,6 +14,7 @@ The model file is read from the installed `silero-vad` package (MIT) and run by 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,9 @@ class SileroVAD:
             raise GlassformerError(
                 f"the Silero voice-activity detector is not installed ({INSTALL_HINT})"
             )
+        # onnxruntime's telemetry writes a session file (.ses) into TMPDIR as it is imported
+        # (1.32): a private voice assistant sends nothing and leaves nothing behind
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime
 
         options = onnxruntime.SessionOptions()

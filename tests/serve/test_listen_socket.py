@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from glassformer.audio.endpoint import SAMPLE_RATE
+from glassformer.audio.endpoint import SAMPLE_RATE, EndpointConfig
 from glassformer.serve.app import create_app
 from glassformer.serve.models import load_models
 from glassformer.tasks.speech.config import ListenerConfig
@@ -20,9 +20,9 @@ SECOND = SAMPLE_RATE
 
 @pytest.fixture(scope="module")
 def client(checkpoints: dict[str, Path]) -> TestClient:
-    with TestClient(
-        create_app(load_models(ListenerConfig(str(checkpoints["speech"])), [], None, None))
-    ) as client:
+    # tones stand in for speech here: the energy rule hears them, Silero (the default) not
+    config = ListenerConfig(str(checkpoints["speech"]), endpoint=EndpointConfig(detector="energy"))
+    with TestClient(create_app(load_models(config, [], None, None))) as client:
         yield client
 
 
