@@ -32,29 +32,18 @@ CLEAN = SpeechDataConfig(
 )
 
 
+def synth(grammar: Path, data: Path, *flags: str) -> None:
+    """`glassformer voice synth --grammar GRAMMAR --out DATA FLAGS...`, which must succeed."""
+    assert main(["voice", "synth", "--grammar", str(grammar), "--out", str(data), *flags]) == 0
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("speech")
     grammar = root / "grammar.yaml"
     grammar.write_text(GRAMMAR_TEXT)
     data = root / "data"
-    assert (
-        main(
-            [
-                "voice",
-                "synth",
-                "--grammar",
-                str(grammar),
-                "--out",
-                str(data),
-                "--count",
-                "12",
-                "--seed",
-                "3",
-            ]
-        )
-        == 0
-    )
+    synth(grammar, data, "--count", "12", "--seed", "3")
     model_fields, train_fields = SPEECH_PRESETS["tiny"].model, SPEECH_PRESETS["tiny"].train
     config = TrainConfig(**{**train_fields, "steps": 150, "batch_size": 8, "lr": 3e-3})
     train_speech(grammar, data, model_fields, config, CLEAN, root / "run", progress=False)
@@ -149,23 +138,7 @@ def test_train_speech_uses_the_noise_dir_given_to_synth(tmp_path: Path) -> None:
     grammar = tmp_path / "grammar.yaml"
     grammar.write_text(GRAMMAR_TEXT)
     data, out = tmp_path / "data", tmp_path / "run"
-    assert (
-        main(
-            [
-                "voice",
-                "synth",
-                "--grammar",
-                str(grammar),
-                "--out",
-                str(data),
-                "--count",
-                "8",
-                "--noise-dir",
-                str(noise),
-            ]
-        )
-        == 0
-    )
+    synth(grammar, data, "--count", "8", "--noise-dir", str(noise))
     assert (
         main(
             [
