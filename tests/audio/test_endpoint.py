@@ -209,3 +209,21 @@ def test_the_silero_detector_leaves_nothing_in_tmpdir(tmp_path) -> None:  # noqa
     env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_without_silero_the_energy_rule_runs_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from glassformer.audio import endpoint as module
+    from glassformer.audio import vad
+
+    monkeypatch.setattr(vad, "has_silero", lambda: False)
+    monkeypatch.setattr(module.warn_once_without_silero, "said", False, raising=False)
+    stream = noise(3.0, 0.003)
+    stream[SECOND : 2 * SECOND] += tone(1.0)
+    with caplog.at_level("WARNING"):
+        found = [endpoint(stream, config=EndpointConfig()) for _ in range(2)]
+    assert len(found[0]) == 1  # the tone, which only the energy rule hears
+    assert [(c.start, c.end) for c in found[0]] == [(c.start, c.end) for c in endpoint(stream)]
+    warnings = [r for r in caplog.records if "Silero VAD is not installed" in r.getMessage()]
+    assert len(warnings) == 1 and "pip install" in warnings[0].getMessage()
