@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from glassformer.voice.commands import CommandGrammar
 
 
+OPENAI_MODEL = "whisper-1"  # the name OpenAI's clients send by default: the loaded model
+
+
 @dataclass
 class ServedModels:
     speech: dict[str, Listener] = field(default_factory=dict)  # grammar name -> its Listener
@@ -40,6 +43,12 @@ class ServedModels:
     lm: tuple[GPT, Tokenizer] | None = None  # the language model and its tokenizer
     translator: Translator | None = None
     sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
+
+    @property
+    def speech_names(self) -> list[str]:
+        """The names a request may give as its `model` for speech: the loaded model's source,
+        OpenAI's default name for it, then each grammar's name (none when no speech model)."""
+        return [self.sources["speech"], OPENAI_MODEL, *self.speech] if self.speech else []
 
     @property
     def default_grammar(self) -> str | None:
@@ -144,13 +153,11 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
     """What /v1/models answers: each loaded model's source, kind and parameter count; and,
     in OpenAI's list shape ("object": "list", "data"), the names the OpenAI route takes as
     `model` (openai's `client.models.list()` reads those)."""
-    from glassformer.serve.routes_openai import OPENAI_MODEL
-
-    names = [served.sources["speech"], OPENAI_MODEL, *served.speech] if served.speech else []
     described: dict[str, Any] = {
         "object": "list",
         "data": [
-            {"id": n, "object": "model", "created": 0, "owned_by": "glassformer"} for n in names
+            {"id": n, "object": "model", "created": 0, "owned_by": "glassformer"}
+            for n in served.speech_names
         ],
     }
     if served.speech:

@@ -23,6 +23,7 @@ from fastapi.responses import PlainTextResponse
 
 from glassformer.serve.audio_upload import decode_audio, file_and_fields
 from glassformer.serve.http import ApiError, read_body, require_content_type
+from glassformer.serve.models import OPENAI_MODEL
 from glassformer.serve.routes_speech import check_audible, require_speech
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from glassformer.tasks.speech.listener import Listener
 
 router = APIRouter()
-OPENAI_MODEL = "whisper-1"  # the name OpenAI's clients send by default: the loaded model
 FORMATS = ("json", "text", "verbose_json")
 # Whisper's names of the languages measured in docs/benchmarks.md (verbose_json's "language",
 # as OpenAI answers it); any other language is answered with its code
@@ -53,7 +53,7 @@ def choose_listener(served: ServedModels, model: str | None) -> tuple[Listener, 
         return served.speech[model], True
     if model in (served.sources["speech"], OPENAI_MODEL) and served.free is not None:
         return served.free, False
-    known = ", ".join([served.sources["speech"], OPENAI_MODEL, *served.speech])
+    known = ", ".join(served.speech_names)
     raise ApiError(404, f"the model {model!r} does not exist here (models: {known})")
 
 
