@@ -154,6 +154,8 @@ def figure_problems(figure: Any) -> list[str]:
     """What a reader would trip over, after a draw: text (titles, tick labels, numbers) reaching
     outside the figure, a figure's title over a panel, and a cell's number with less than
     MIN_CONTRAST against its cell."""
+    from matplotlib.colors import to_rgba
+
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     bounds = figure.bbox
@@ -200,12 +202,6 @@ def undrawn_tick_labels(figure: Any) -> set[int]:
                 if not low - slack <= tick.get_loc() <= high + slack:
                     skipped.update({id(tick.label1), id(tick.label2)})
     return skipped
-
-
-def to_rgba(colour: Any) -> tuple[float, ...]:
-    from matplotlib.colors import to_rgba as rgba
-
-    return rgba(colour)
 
 
 def plot_points(points: np.ndarray, labels: Sequence[str], path: Path, title: str) -> Path:

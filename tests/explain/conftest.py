@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,21 +24,29 @@ def figure_problems() -> dict[str, list[str]]:
     return {}
 
 
-@pytest.fixture(scope="session")
-def results(explain_dir: Path, figure_problems: dict[str, list[str]]) -> dict[str, dict]:
-    """Each section's result dict, by name (all figures written under explain_dir), every
-    figure checked as it is saved (tests/explain/test_figures.py reads the findings)."""
+@contextmanager
+def checking_figures(found: dict[str, list[str]]) -> Iterator[None]:
+    """While open, every figure plots.save writes is first checked: its file name ->
+    what plots.figure_problems found in it, in the layout the PNG will have."""
     from glassformer.explain import plots
 
     original = plots.save
 
     def checked_save(figure, path):  # noqa: ANN001, ANN202
-        plots.wrap_titles(figure)  # as save() does first: the layout the PNG will have
-        figure_problems[Path(path).name] = plots.figure_problems(figure)
+        plots.wrap_titles(figure)  # as save() does first
+        found[Path(path).name] = plots.figure_problems(figure)
         return original(figure, path)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plots, "save", checked_save)
+        yield
+
+
+@pytest.fixture(scope="session")
+def results(explain_dir: Path, figure_problems: dict[str, list[str]]) -> dict[str, dict]:
+    """Each section's result dict, by name (all figures written under explain_dir), every
+    figure checked as it is saved (tests/explain/test_figures.py reads the findings)."""
+    with checking_figures(figure_problems):
         return {name: run_section(name, explain_dir) for name in SECTIONS}
 
 

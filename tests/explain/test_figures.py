@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from glassformer.explain import plots
+from tests.explain.conftest import checking_figures
 
 
 def test_the_checker_finds_text_outside_and_text_without_contrast() -> None:
@@ -50,35 +51,26 @@ def test_cell_numbers_are_black_or_white_by_their_cell() -> None:
     assert plots.contrast((0, 0, 0), (1, 1, 1)) == pytest.approx(21.0)
 
 
-def test_the_attention_grids_and_cross_attention_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_attention_grids_and_cross_attention_read(tmp_path: Path) -> None:
     """The figures `attention` and the demo draw: a speech grid with its waveform and a long
     title, a text grid with many tokens, one sentence's cross-attention."""
     found: dict[str, list[str]] = {}
-    original = plots.save
-
-    def checked_save(figure, path):  # noqa: ANN001, ANN202
-        plots.wrap_titles(figure)
-        found[Path(path).name] = plots.figure_problems(figure)
-        return original(figure, path)
-
-    monkeypatch.setattr(plots, "save", checked_save)
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(30), size=(2, 4, 9))  # (L, H, T, S)
     words = [f"token{i}" for i in range(30)]
     long_title = "cross-attention of whisper-tiny.en over a recorded command: " * 2
-    plots.plot_attention_grid(
-        probs,
-        words[:9],
-        [],
-        tmp_path / "speech.png",
-        long_title,
-        waveform=rng.standard_normal(16_000).astype(np.float32),
-    )
-    square = rng.dirichlet(np.ones(30), size=(2, 2, 30))
-    plots.plot_attention_grid(square, words, words, tmp_path / "text.png", "self-attention")
-    plots.plot_cross_attention(probs[0, 0], words[:9], 0.02, tmp_path / "cross.png")
+    with checking_figures(found):
+        plots.plot_attention_grid(
+            probs,
+            words[:9],
+            [],
+            tmp_path / "speech.png",
+            long_title,
+            waveform=rng.standard_normal(16_000).astype(np.float32),
+        )
+        square = rng.dirichlet(np.ones(30), size=(2, 2, 30))
+        plots.plot_attention_grid(square, words, words, tmp_path / "text.png", "self-attention")
+        plots.plot_cross_attention(probs[0, 0], words[:9], 0.02, tmp_path / "cross.png")
     assert set(found) == {"speech.png", "text.png", "cross.png"}
     assert not any(found.values()), found
 
