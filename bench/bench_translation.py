@@ -1,6 +1,7 @@
 """Translation benchmark: Multi30k English -> German, trained from scratch on this machine.
 
     .venv/bin/python bench/bench_translation.py [--minutes 120] [--preset small] [--reuse]
+        [--device cuda] [--precision fp32] [--data DIR] [--work DIR]
 
 Trains on Multi30k train (29,000 pairs), keeps the checkpoint with the best loss on val
 (1,014 pairs), then translates test2016 (1,000 sentences) with beam search and scores it with
@@ -38,12 +39,19 @@ def bleu_curve(run: Path, figure: Path) -> list[dict]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot([p["minutes"] for p in points], [p["val_bleu"] for p in points], marker="o")
-    ax.set_xlabel("training time (minutes, 2 CPU cores)")
+    ax.set_xlabel(f"training time (minutes, {hardware()})")
     ax.set_ylabel("val BLEU (greedy, 200 sentences)")
     ax.set_title("Multi30k en-de from scratch")
     ax.grid(alpha=0.3)
     save(fig, figure)
     return points
+
+
+def hardware() -> str:
+    """The GPU's name where one trained, else the CPU and its threads."""
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+    return f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
 
 
 def main() -> None:
@@ -59,14 +67,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="optimizer steps (default: the preset's)")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--reuse", action="store_true", help="only evaluate an existing run")
+    parser.add_argument("--device", default="auto", help="auto (cuda if available) | cpu | cuda")
+    parser.add_argument("--precision", default="auto", help="auto (bf16 on CUDA) | fp32 | bf16")
+    parser.add_argument("--data", type=Path, default=DATA, help="the Multi30k folder")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the run is written")
     args = parser.parse_args()
 
-    run = WORK / args.preset
-    train_pairs = read_parallel(src=DATA / "train.en.gz", tgt=DATA / "train.de.gz").pairs
-    valid_pairs = read_parallel(src=DATA / "val.en.gz", tgt=DATA / "val.de.gz").pairs
+    run, data = args.work / args.preset, args.data
+    train_pairs = read_parallel(src=data / "train.en.gz", tgt=data / "train.de.gz").pairs
+    valid_pairs = read_parallel(src=data / "val.en.gz", tgt=data / "val.de.gz").pairs
     model_fields, train_fields, data_fields = TRANSLATION_PRESETS[args.preset].tables()
     steps = {"steps": args.steps} if args.steps else {}
-    train_config = TrainConfig(**{**train_fields, **steps, "max_minutes": args.minutes})
+    budget = {"max_minutes": args.minutes, "device": args.device, "precision": args.precision}
+    train_config = TrainConfig(**{**train_fields, **steps, **budget})
     start = time.perf_counter()
     if not (args.reuse and (run / "best").is_dir()):
         train_translation(
@@ -79,10 +92,11 @@ def main() -> None:
             progress=sys.stderr.isatty(),
         )
     training_s = time.perf_counter() - start
-    translator = load_translator(run / "best")
+    on_gpu = args.device != "cpu" and torch.cuda.is_available()
+    translator = load_translator(run / "best", "cuda" if on_gpu else "cpu")
     start = time.perf_counter()
     _, scores = evaluate_translation(
-        translator, DATA / "test_2016_flickr.en.gz", DATA / "test_2016_flickr.de.gz", args.beam
+        translator, data / "test_2016_flickr.en.gz", data / "test_2016_flickr.de.gz", args.beam
     )
     result = {
         "preset": args.preset,
@@ -91,8 +105,7 @@ def main() -> None:
         "test2016": scores,
         "test_translation_s": time.perf_counter() - start,
         "curve": bleu_curve(run, run / "bleu_curve.png"),
-        "hardware": f"{platform.processor() or platform.machine()}, "
-        f"{torch.get_num_threads()} threads",
+        "hardware": hardware(),
     }
     print(json.dumps(result, indent=1))
 
