@@ -20,12 +20,20 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
         raise GlassformerError(f"--count {args.count}: must be from 1 to {MAX_CLIPS:,} clips")
     if args.noise_dir and not Path(args.noise_dir).is_dir():
         raise GlassformerError(f"--noise-dir {args.noise_dir}: no such folder")
+    if not 0 <= args.word_by_word <= 1:  # nan too
+        raise GlassformerError(f"--word-by-word {args.word_by_word}: must be a share from 0 to 1")
     noise_dir = str(Path(args.noise_dir).resolve()) if args.noise_dir else ""
     grammar = Grammar.from_yaml(args.grammar)
     print(f"synthesizing {args.count:,} clips of {args.grammar} into {args.out}", flush=True)
     progress = True  # a bar on a terminal, else plain lines (glassformer/progress.py)
     manifest = synthesize(
-        grammar, args.out, args.count, args.seed, progress=progress, noise_dir=noise_dir
+        grammar,
+        args.out,
+        args.count,
+        args.seed,
+        progress=progress,
+        noise_dir=noise_dir,
+        word_by_word=args.word_by_word,
     )
     print(f"wrote {args.count} clips and {manifest} ({grammar.count():,} sentences in the grammar)")
 
@@ -200,8 +208,9 @@ def add_voice_commands(
         formatter_class=formatter,
         description="Sample sentences from a Rhino-format grammar and speak them with every "
         "text-to-speech voice on the machine (espeak-ng accents and variants, flite), at varied "
-        "speeds and pitches. Validation clips use voices never used for training. Resumes an "
-        "interrupted run (same grammar and seed only).",
+        "speeds and pitches, a share of them word by word (--word-by-word). Validation clips "
+        "use voices never used for training. Resumes an interrupted run (same grammar, seed "
+        "and share only).",
     )
     synth.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
     synth.add_argument("--out", required=True, metavar="DATA_DIR", help="dataset directory")
@@ -210,6 +219,14 @@ def add_voice_commands(
     )
     synth.add_argument("--noise-dir", help="noise WAVs that training will mix in")
     synth.add_argument("--seed", type=int, default=0, help="sampling seed")
+    synth.add_argument(
+        "--word-by-word",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of clips (0-1) spoken a few words at a time with pauses, as people say "
+        "commands to machines and phone prompts are recorded (the demo uses 0.5; default: 0)",
+    )
     synth.set_defaults(handler=cmd_voice_synth)
 
     speech = train_tasks.add_parser(

@@ -12,7 +12,6 @@ Not here: glassformer's byte-level tokenizer (tokenizer/bpe.py), augmentation, t
 from __future__ import annotations
 
 import math
-import random
 import shutil
 import tempfile
 from pathlib import Path
@@ -94,7 +93,7 @@ def spoken_command(text: str, use_tts: bool = True) -> tuple[np.ndarray, str]:
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "command.wav"
-            render(Voice("espeak-ng", "en-us"), text, random.Random(0), path)
+            render(Voice("espeak-ng", "en-us"), text, 0, path)
             return load_audio(path), "espeak-ng"
     return tone_sequence(text), "tones"
 

@@ -1,7 +1,7 @@
 """A synthesized dataset's manifest: DATA_DIR/manifest.jsonl, one row per clip, read back checked.
 
     {"id": "000123", "audio": "clips/000123.wav", "text": ..., "intent": ..., "slots": {...},
-     "voice": "espeak-ng:en-us+f2", "split": "train" | "val"}
+     "voice": "espeak-ng:en-us+f2", "split": "train" | "val"}  (+ "spoken": "word by word")
 
 voice/synth.py writes it (atomically, after the clips); training, the demo and a resumed
 synthesis read it here. Every row is checked as it is read, so a damaged line (a hand edit, a

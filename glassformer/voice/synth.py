@@ -11,6 +11,15 @@ Engines (Debian packages, installed by `make setup` when missing):
     flite       its compiled-in voices (kal, awb, rms, slt, ...)
     festival    its installed English voices (kal and ked diphones, the slt HTS voice)
 
+Word by word (`word_by_word`, a share of the clips): people talking to a machine often say
+a command a few words at a time, each in its own citation form, with pauses between ("friday
+... at ... five p m"), and recorded phone prompts are made exactly so (voice/recorded.py).
+A model trained only on fluent sentences hears none of that: the demo's model got 24 of 30
+commands said fluently by an unseen flite voice and 1 of the same 30 said word by word. Such
+a clip speaks its command's words in runs of one to three, one engine call each at the
+clip's pitch and a slow speed (a word said alone lasts longer), trimmed and joined by 60-300
+ms of silence.
+
 A clip's voice is drawn engine first, then voice within the engine: espeak-ng has a hundred
 variants of one formant synthesizer while flite and festival have a few more natural voices
 each, so a uniform draw over voices would be 95% espeak-ng.
@@ -18,9 +27,11 @@ each, so a uniform draw over voices would be 95% espeak-ng.
 Dataset layout (DATA_DIR):
     clips/ID.wav        16 kHz mono PCM
     manifest.jsonl      one line per clip: id, audio, text, intent, slots, voice, split
+                        (and "spoken": "word by word" for such clips)
     dataset.json        what made the clips: grammar (its path), grammar_sha256 (of its
                         expressions and slots), seed, val_fraction, voices_sha256, count,
-                        noise_dir (the noise training mixes in)
+                        word_by_word (the share spoken so), noise_dir (the noise
+                        training mixes in)
 Clips are written atomically and a clip already on disk is not rendered again, so an
 interrupted run resumes where it stopped. Clip N is the Nth sentence drawn with the seed, so
 a clip may only be reused by a run with the same grammar, seed and voices: dataset.json is
@@ -43,14 +54,24 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from glassformer.errors import GlassformerError, first_line
 from glassformer.voice.grammar import Command, Grammar
 from glassformer.voice.manifest import MANIFEST, read_manifest
 
+if TYPE_CHECKING:
+    import numpy as np
+
 DATASET_INFO = "dataset.json"
 ESPEAK_VARIANTS_MAX = 12  # variants per espeak-ng accent (the rest sound alike)
 MAX_CLIPS = 1_000_000  # clips one dataset may hold (about 30 GB of WAV at 2 s a clip)
+WORD_GAP = (0.06, 0.3)  # seconds of silence between the runs of a word-by-word clip
+MAX_RUN = 3  # words in one run of a word-by-word clip
+# A word said on its own is slow: a recorded voice's words last 0.5-0.9 s, twice a TTS
+# engine's at its usual speed; word-by-word clips are spoken at these speeds instead
+SLOW_STRETCH = (1.0, 2.0)  # flite's and festival's duration factors
+SLOW_WORDS_PER_MINUTE = (80, 150)  # espeak-ng's speeds
 LETTER_RUN = re.compile(r"\b[a-z](?: [a-z]\b)+")  # "a m", "p m": letters said one by one
 BATCH_CLIPS = 64  # clips planned and rendered at a time, so the first appear at once
 
@@ -131,11 +152,16 @@ def available_voices() -> list[Voice]:
     return voices
 
 
-def tts_command(voice: Voice, text: str, rng: random.Random, raw: Path) -> list[str]:
-    """The command line that speaks `text` into the WAV `raw`, at a random speed (and pitch)."""
-    stretch = f"{rng.uniform(0.85, 1.25):.2f}"  # duration factor: > 1 is slower
+def tts_command(
+    voice: Voice, text: str, rng: random.Random, raw: Path, slow: bool = False
+) -> list[str]:
+    """The command line that speaks `text` into the WAV `raw`, at a random speed (and pitch);
+    `slow`: the speeds of a word said on its own (SLOW_STRETCH, SLOW_WORDS_PER_MINUTE)."""
+    low, high = SLOW_STRETCH if slow else (0.85, 1.25)
+    stretch = f"{rng.uniform(low, high):.2f}"  # duration factor: > 1 is slower
     if voice.engine == "espeak-ng":
-        speed, pitch = str(rng.randint(125, 200)), str(rng.randint(25, 75))  # words/min, 0-99
+        words_per_minute = rng.randint(*(SLOW_WORDS_PER_MINUTE if slow else (125, 200)))
+        speed, pitch = str(words_per_minute), str(rng.randint(25, 75))  # pitch: 0-99
         return ["espeak-ng", "-v", voice.name, "-s", speed, "-p", pitch, "-w", str(raw), text]
     if voice.engine == "flite":
         return [
@@ -162,19 +188,73 @@ def spoken_form(text: str) -> str:
     return LETTER_RUN.sub(lambda run: ".".join(run.group(0).split()) + ".", text)
 
 
-def render(voice: Voice, text: str, rng: random.Random, path: Path) -> None:
-    """Speak `text` with `voice` at a random speed and pitch into a 16 kHz WAV at `path`."""
-    import numpy as np
-
-    from glassformer.audio.io import load_audio, save_audio
+def speak(voice: Voice, text: str, rng: random.Random, slow: bool = False) -> np.ndarray:
+    """`text` spoken by `voice` at a speed (and pitch) drawn from `rng`: 16 kHz samples."""
+    from glassformer.audio.io import load_audio
 
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
-        command = tts_command(voice, spoken_form(text), rng, raw)
+        command = tts_command(voice, text, rng, raw, slow)
         subprocess.run(command, capture_output=True, check=True)
-        waveform = load_audio(raw)
+        return load_audio(raw)
+
+
+def word_runs(text: str, rng: random.Random) -> list[str]:
+    """A sentence's spoken form cut into runs of 1 to MAX_RUN words (a letter run such as
+    "a.m." is one word): "friday at ten a m" -> ["friday", "at ten", "a.m."]."""
+    words, runs = spoken_form(text).split(), []
+    while words:
+        size = rng.randint(1, MAX_RUN)
+        runs.append(" ".join(words[:size]))
+        words = words[size:]
+    return runs
+
+
+def speak_word_by_word(voice: Voice, text: str, clip_seed: float) -> np.ndarray:
+    """`text` spoken a few words at a time: each run one engine call at the clip's own slow
+    speed and pitch (the same draws), trimmed, the runs joined by WORD_GAP of silence."""
+    import numpy as np
+
+    from glassformer.audio.io import SAMPLE_RATE
+    from glassformer.audio.silence import trim_silence
+
+    rng = random.Random(f"{clip_seed}/runs")
+    pieces = []
+    for i, run in enumerate(word_runs(text, rng)):
+        if i:
+            pieces.append(np.zeros(int(rng.uniform(*WORD_GAP) * SAMPLE_RATE), np.float32))
+        said = speak(voice, run, random.Random(clip_seed), slow=True)  # the clip's own speed
+        pieces.append(trim_silence(said, margin=0.02))
+    return np.concatenate(pieces)
+
+
+def render(
+    voice: Voice, text: str, clip_seed: float, path: Path, word_by_word: bool = False
+) -> None:
+    """Speak `text` with `voice` at a speed and pitch drawn from `clip_seed` (whole, or word
+    by word) into a 16 kHz WAV at `path`, its peak at a drawn level."""
+    import numpy as np
+
+    from glassformer.audio.io import save_audio
+
+    rng = random.Random(clip_seed)
+    if word_by_word:
+        waveform = speak_word_by_word(voice, text, clip_seed)
+    else:
+        waveform = speak(voice, spoken_form(text), rng)
     peak = float(np.abs(waveform).max()) or 1.0
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))
+
+
+def check_share(word_by_word: object) -> float:
+    """A share of clips in [0, 1].
+
+    Raises:
+        GlassformerError: "word_by_word=2: ..." for anything else (nan included).
+    """
+    if not isinstance(word_by_word, int | float) or not 0 <= word_by_word <= 1:
+        raise GlassformerError(f"word_by_word={word_by_word!r}: must be a share from 0 to 1")
+    return float(word_by_word)
 
 
 def check_count(count: object) -> int:
@@ -205,16 +285,28 @@ def plan_jobs(
         yield f"{index:06d}", command, voice, split, rng.random()
 
 
-def manifest_row(job: Job) -> dict:
-    clip_id, command, voice, split, _ = job
+def is_word_by_word(clip_seed: float, word_by_word: float) -> bool:
+    """Whether the clip of this seed is spoken word by word: its own draw, so the sentences,
+    voices and splits of every clip stay what they are at any share (0 keeps old folders)."""
+    return word_by_word > 0 and random.Random(f"{clip_seed}/words").random() < word_by_word
+
+
+def manifest_row(job: Job, word_by_word: float = 0.0) -> dict:
+    clip_id, command, voice, split, clip_seed = job
     audio = f"clips/{clip_id}.wav"
-    return {"id": clip_id, "audio": audio, **asdict(command), "voice": voice.key, "split": split}
+    row = {"id": clip_id, "audio": audio, **asdict(command), "voice": voice.key, "split": split}
+    return row | ({"spoken": "word by word"} if is_word_by_word(clip_seed, word_by_word) else {})
 
 
 def dataset_info(
-    grammar: Grammar, seed: int, val_fraction: float, voices: list[Voice], count: int
+    grammar: Grammar,
+    seed: int,
+    val_fraction: float,
+    voices: list[Voice],
+    count: int,
+    word_by_word: float = 0.0,
 ) -> dict:
-    """What decides every clip's text and voice (and so whether clips may be reused)."""
+    """What decides every clip's text, voice and manner (and so whether clips may be reused)."""
     voice_keys = "\n".join(sorted(v.key for v in voices))
     return {
         "grammar": str(grammar.path or ""),
@@ -222,6 +314,7 @@ def dataset_info(
         "seed": seed,
         "val_fraction": val_fraction,
         "voices_sha256": hashlib.sha256(voice_keys.encode()).hexdigest(),
+        "word_by_word": word_by_word,
         "count": count,
     }
 
@@ -271,6 +364,11 @@ def check_resumable(out: Path, info: dict, grammar: Grammar, voices: list[Voice]
         for key, what in [("val_fraction", "validation split"), ("voices_sha256", "voices")]:
             if held.get(key) != info[key]:
                 raise GlassformerError(f"{out} holds clips made with other {what}: {fix}")
+        if held.get("word_by_word", 0.0) != info["word_by_word"]:  # folders made before it: 0
+            raise GlassformerError(
+                f"{out} holds clips with another share spoken word by word "
+                f"({held.get('word_by_word', 0.0)}, this run {info['word_by_word']}): {fix}"
+            )
         return
     rows = read_manifest(out) if (out / MANIFEST).is_file() else []
     clips = list((out / "clips").glob("*.wav")) if (out / "clips").is_dir() else []
@@ -292,8 +390,10 @@ def synthesize(
     workers: int = 2,
     progress: bool = True,
     noise_dir: str | Path = "",
+    word_by_word: float = 0.0,
 ) -> Path:
-    """Render `count` sampled commands into DATA_DIR (resuming what is already there).
+    """Render `count` sampled commands into DATA_DIR (resuming what is already there), a
+    `word_by_word` share of them spoken a few words at a time with pauses (see above).
 
     Everything is checked before anything is written: a bad count, no TTS engine, or a folder
     holding another grammar's or seed's clips leave the disk as it was. A run that fails (a
@@ -301,21 +401,23 @@ def synthesize(
     that, the whole clips stay with dataset.json, so a rerun resumes from them.
 
     Raises:
-        GlassformerError: count outside [1, MAX_CLIPS], no TTS engine, a folder that
-            cannot be resumed (see check_resumable), or a failure while writing (one line).
+        GlassformerError: count outside [1, MAX_CLIPS], word_by_word outside [0, 1], no
+            TTS engine, a folder that cannot be resumed (see check_resumable), or a failure
+            while writing (one line).
     """
     from glassformer.files import output_path
 
     check_count(count)
+    check_share(word_by_word)
     out = output_path(out)  # "" would be the current directory
     voices = available_voices()
-    info = dataset_info(grammar, seed, val_fraction, voices, count)
+    info = dataset_info(grammar, seed, val_fraction, voices, count, word_by_word)
     check_resumable(out, info, grammar, voices)
     made = [p for p in (out, out / DATASET_INFO, out / "clips") if not p.exists()]
     try:
         write_dataset_info(out, info, noise_dir)  # first, so an interrupted run is recognised
         (out / "clips").mkdir(parents=True, exist_ok=True)
-        return render_all(grammar, out, count, seed, val_fraction, voices, workers, progress)
+        return render_all(grammar, out, info, voices, workers, progress)
     except BaseException as error:
         if not any((out / "clips").glob("*.wav")):  # no clip made: leave no half-made folder
             remove_made(made)
@@ -358,27 +460,23 @@ def remove_empty(folder: Path) -> None:
 
 
 def render_all(
-    grammar: Grammar,
-    out: Path,
-    count: int,
-    seed: int,
-    val_fraction: float,
-    voices: list[Voice],
-    workers: int,
-    progress: bool,
+    grammar: Grammar, out: Path, info: dict, voices: list[Voice], workers: int, progress: bool
 ) -> Path:
     """Render the clips missing from OUT/clips, then write the manifest (atomically)."""
     from glassformer.files import atomic_file
     from glassformer.progress import progress_bar
 
+    count, share = info["count"], info["word_by_word"]
+
     def work(job: Job) -> dict:
         clip_id, command, voice, _, clip_seed = job
         path = out / "clips" / f"{clip_id}.wav"
         if not path.is_file():
-            render(voice, command.text, random.Random(clip_seed), path)
-        return manifest_row(job)
+            words = is_word_by_word(clip_seed, share)
+            render(voice, command.text, clip_seed, path, word_by_word=words)
+        return manifest_row(job, share)
 
-    jobs = itertools.islice(plan_jobs(grammar, seed, val_fraction, voices), count)
+    jobs = itertools.islice(plan_jobs(grammar, info["seed"], info["val_fraction"], voices), count)
     bar = progress_bar(progress, total=count, desc="synthesizing", unit="clip")
     manifest = out / MANIFEST
     with (

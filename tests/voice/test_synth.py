@@ -39,7 +39,9 @@ def fake_render(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace the TTS engines by a 0.1 s silent clip; returns the texts rendered, in order."""
     rendered: list[str] = []
 
-    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+    def render(
+        voice: synth.Voice, text: str, clip_seed: float, path: Path, word_by_word: bool = False
+    ) -> None:
         rendered.append(text)
         save_audio(path, np.zeros(1600))
 
@@ -154,7 +156,7 @@ def test_the_first_clips_render_before_the_rest_are_planned(
     class Stop(Exception):
         pass
 
-    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+    def render(voice: synth.Voice, text: str, seed: float, path: Path, **_: bool) -> None:
         raise Stop
 
     monkeypatch.setattr(synth, "render", render)
@@ -196,6 +198,8 @@ def test_cli_two_seeds_into_one_folder(tmp_path: Path, capsys: pytest.CaptureFix
         (["--count", "100000000"], "--count 100000000: must be from 1"),
         (["--noise-dir", "/nonexistent/noise"], "--noise-dir /nonexistent/noise: no such folder"),
         (["--grammar", "/nonexistent.yaml"], "/nonexistent.yaml: no such grammar file"),
+        (["--word-by-word", "1.5"], "--word-by-word 1.5: must be a share from 0 to 1"),
+        (["--word-by-word", "nan"], "--word-by-word nan: must be a share from 0 to 1"),
     ],
 )
 def test_cli_bad_flags_are_one_line_errors_and_leave_nothing(
@@ -219,6 +223,51 @@ def test_written_files_get_the_users_umask(tmp_path: Path, fake_render: list) ->
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
 
 
+def test_a_share_of_clips_is_spoken_word_by_word_with_pauses(tmp_path: Path) -> None:
+    synthesize(GRAMMAR, tmp_path / "fluent", 8, seed=1, progress=False)
+    synthesize(GRAMMAR, tmp_path / "words", 8, seed=1, progress=False, word_by_word=0.5)
+    fluent, words = read_manifest(tmp_path / "fluent"), read_manifest(tmp_path / "words")
+    spoken = [r for r in words if r.get("spoken") == "word by word"]
+    assert 0 < len(spoken) < 8, "a share, drawn per clip"
+    assert [{k: v for k, v in r.items() if k != "spoken"} for r in words] == fluent, (
+        "the same sentences, voices and splits at any share"
+    )
+    assert read_dataset_info(tmp_path / "words")["word_by_word"] == 0.5
+    for row in spoken:  # a pause of silence between the runs: a long quiet stretch inside
+        waveform = load_audio(tmp_path / "words" / row["audio"])
+        fluent_clip = load_audio(tmp_path / "fluent" / row["audio"])
+        assert quiet_run_ms(waveform) >= 60 > quiet_run_ms(fluent_clip) - 60
+    with pytest.raises(GlassformerError, match="another share spoken word by word"):
+        synthesize(GRAMMAR, tmp_path / "words", 8, seed=1, progress=False, word_by_word=0.2)
+    for share in (-0.1, 1.5, float("nan"), "half"):
+        with pytest.raises(GlassformerError, match="must be a share from 0 to 1"):
+            synthesize(GRAMMAR, tmp_path / "bad", 8, progress=False, word_by_word=share)
+    assert not (tmp_path / "bad").exists()
+
+
+def quiet_run_ms(waveform: np.ndarray) -> float:
+    """The longest run of 10-ms frames 50 dB under the loudest, between the first and last
+    loud frame (the pauses inside a clip, not the silence around it), in ms."""
+    frames = waveform[: len(waveform) // 160 * 160].reshape(-1, 160).astype(np.float64)
+    level = 10 * np.log10((frames**2).mean(axis=1) + 1e-12)
+    loud = np.flatnonzero(level > level.max() - 50)
+    inside = level[loud[0] : loud[-1] + 1] <= level.max() - 50
+    longest = run = 0
+    for quiet in inside:
+        run = run + 1 if quiet else 0
+        longest = max(longest, run)
+    return longest * 10.0
+
+
+def test_word_runs_keep_a_letter_run_whole_and_every_word_once() -> None:
+    from glassformer.voice.synth import MAX_RUN, word_runs
+
+    for seed in range(20):
+        runs = word_runs("friday at ten a m", random.Random(seed))
+        assert " ".join(runs) == "friday at ten a.m." and "a.m." in " ".join(runs).split()
+        assert all(1 <= len(run.split()) <= MAX_RUN for run in runs)
+
+
 def test_letters_said_one_by_one_reach_the_tts_engine_as_an_abbreviation() -> None:
     from glassformer.voice.synth import spoken_form
 
@@ -239,7 +288,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_made(
     grammar.write_text(GRAMMAR_YAML.replace("{drink}", "tea"))
     rendered = []
 
-    def render(voice: synth.Voice, text: str, rng: random.Random, path: Path) -> None:
+    def render(voice: synth.Voice, text: str, seed: float, path: Path, **_: bool) -> None:
         if len(rendered) + 1 == fail_at:
             raise OSError(errno.ENOSPC, "No space left on device")
         rendered.append(text)
@@ -264,6 +313,8 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_made(
         "dataset.json",
     ]
     assert "a rerun resumes" in err
-    monkeypatch.setattr(synth, "render", lambda v, t, r, path: save_audio(path, np.zeros(1600)))
+    monkeypatch.setattr(
+        synth, "render", lambda v, t, r, path, **_: save_audio(path, np.zeros(1600))
+    )
     assert main(argv) == 0  # resumes: the two clips kept are reused
     assert len(read_manifest(out)) == 4
