@@ -51,12 +51,41 @@ NOISY_SNR_DB = 12.0
 # word on its own (docs/benchmarks.md, "The demo's lesson on a real voice")
 WORD_BY_WORD = 0.5
 PRETRAINED = "whisper-tiny.en"
+DATA_MARK = "trained-on.txt"  # OUT/trained-on.txt: the name of the clips' cache folder
+TEST_FOLDER, LABELS = "test-commands", "labels.tsv"  # OUT/test-commands/{clean,noisy}/*.wav
+WHY = {  # the demo's closing lines: why each model does as well as it does
+    f"{PRETRAINED} (zero-shot)": "published weights, trained on 680,000 hours of real people's "
+    "speech; the beam writes only the grammar's sentences",
+    "from scratch": "the article's model, trained minutes ago on synthesized voices alone: a "
+    'real voice is new to it (docs/benchmarks.md, "The demo\'s lesson on a real voice")',
+}
 
 
-def trained_for(out: Path, grammar: Grammar) -> bool:
-    """Whether `out` holds a run of this grammar (a demo of another grammar is retrained)."""
-    saved = out / "last" / GRAMMAR_FILE
-    return saved.is_file() and Grammar.from_yaml(saved).sha256 == grammar.sha256
+def trained_for(out: Path, grammar: Grammar, data_dir: Path) -> bool:
+    """Whether `out` holds a run of this grammar on these clips (OUT/DATA_MARK names them):
+    a demo of another grammar, or of clips synthesized otherwise, is retrained."""
+    saved, mark = out / "last" / GRAMMAR_FILE, out / DATA_MARK
+    return (
+        saved.is_file()
+        and Grammar.from_yaml(saved).sha256 == grammar.sha256
+        and mark.is_file()
+        and mark.read_text(encoding="utf-8").strip() == data_dir.name
+    )
+
+
+def start_afresh(out: Path, data_dir: Path) -> None:
+    """Remove the checkpoints of a demo trained on other clips (never a link or a file the
+    demo did not make), then name the clips this run trains on: an interrupted run resumes
+    only its own checkpoints."""
+    import shutil
+
+    from glassformer.files import write_text_atomically
+
+    for name in ("last", "best"):
+        folder = out / name
+        if folder.is_dir() and not folder.is_symlink() and (folder / "config.json").is_file():
+            shutil.rmtree(folder)
+    write_text_atomically(out / DATA_MARK, data_dir.name + "\n")
 
 
 def is_finished(out: Path, steps: int) -> bool:
@@ -117,9 +146,10 @@ def run_demo(
     noise, noise_name = demo_noise()
     noisy = [add_noise(w, noise, NOISY_SNR_DB, random.Random(0)) for w in waveforms]
     conditions = {"clean": waveforms, "noisy": noisy}
+    saved = save_test_set(out / TEST_FOLDER, rows, conditions)
     print(
         f"1/4 {len(rows)} commands of {GRAMMAR.name} in {heard_by}, clean and with "
-        f"{noise_name} at {NOISY_SNR_DB:.0f} dB SNR"
+        f"{noise_name} at {NOISY_SNR_DB:.0f} dB SNR (saved in {saved} for reuse)"
     )
     listeners, results = {}, {}
     if installed_models()[PRETRAINED] is not None:
@@ -133,19 +163,40 @@ def run_demo(
     train_from_scratch(grammar, data_dir, out, preset, steps, progress)
     listeners["from scratch"] = Listener(ListenerConfig(str(out)))
     results["from scratch"] = judge(listeners["from scratch"], rows, conditions)
-    print()
+    print("\nwhat each model understood, and why:")
     for name, by_condition in results.items():
         for condition, summary in by_condition.items():
             print(
                 f"  {name:>28} {condition:>5}: command acceptance {summary['acceptance']:6.1%}, "
                 f"WER {summary['wer']:.3f} over {summary['files']} commands"
             )
+        print(f"  {'':>28} why: {WHY[name]}")
+    evaluate = (
+        f"glassformer evaluate MODEL --audio-dir {saved / 'clean'} --labels "
+        f"{saved / LABELS} --grammar {GRAMMAR}"
+    )
+    print(f"  the same commands for any model: {evaluate}")
     pictures = [draw_pictures(name, listener, waveforms[0], rows[0], out)
                 for name, listener in listeners.items()]  # fmt: skip
     print(
         f"4/4 where each written word looks in the audio (cross-attention): {', '.join(pictures)}"
     )
     return results
+
+
+def save_test_set(folder: Path, rows: list[dict], conditions: dict[str, list]) -> Path:
+    """The test commands as WAVs (FOLDER/clean/ID.wav, FOLDER/noisy/ID.wav) and their
+    transcripts (FOLDER/labels.tsv), as `glassformer evaluate --audio-dir --labels` reads
+    them; written atomically, so a rerun rewrites them whole."""
+    from glassformer.audio.io import save_audio
+    from glassformer.files import write_text_atomically
+
+    for condition, waveforms in conditions.items():
+        for row, waveform in zip(rows, waveforms, strict=True):
+            save_audio(folder / condition / f"{row['id']}.wav", waveform)
+    labels = "".join(f"{row['id']}.wav\t{row['text']}\n" for row in rows)
+    write_text_atomically(folder / LABELS, labels)
+    return folder
 
 
 def synthesize_commands(grammar: Grammar, data_dir: Path, clips: int, progress: bool) -> None:
@@ -167,11 +218,13 @@ def train_from_scratch(
     """Train the article's speech Transformer on the synthesized commands (cached in out)."""
     recipe = SPEECH_PRESETS[preset]
     train_config = TrainConfig(**{**recipe.train, **({"steps": steps} if steps else {})})
-    same = trained_for(out, grammar)
+    same = trained_for(out, grammar, data_dir)
     if same and is_finished(out, train_config.steps):
         print(f"3/4 reusing the trained model in {out}")
         return
     print(f"3/4 training the speech Transformer from scratch ({train_config.steps} steps)")
+    if not same:
+        start_afresh(out, data_dir)
     noise_dir = str(SHARED_NOISE) if SHARED_NOISE.is_dir() else ""
     resume = same and (out / "last" / "train_state.json").is_file()
     data_config = SpeechDataConfig(noise_dir=noise_dir)

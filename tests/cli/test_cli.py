@@ -89,6 +89,21 @@ def test_demo_runs_the_main_job_end_to_end_at_a_tiny_size(
     assert "from scratch" in out and "real human speech" in out
     assert (tmp_path / "demo" / "cross_attention_scratch.png").is_file()
     assert "2/4 synthesizing 40 commands" in out
+    assert "why: the article's model, trained minutes ago on synthesized voices" in out
+    saved = tmp_path / "demo" / "test-commands"  # the test commands, kept for reuse
+    labels = (saved / "labels.tsv").read_text().splitlines()
+    assert len(labels) == 4 and all(line.count("\t") == 1 for line in labels)
+    for condition in ("clean", "noisy"):
+        assert sorted(p.name for p in (saved / condition).iterdir()) == sorted(
+            line.split("\t")[0] for line in labels
+        )
+    grammar = "glassformer/voice/grammars/appointments.yaml"
+    evaluate = ["evaluate", str(tmp_path / "demo"), "--audio-dir", str(saved / "clean")]
+    assert main([*evaluate, "--labels", str(saved / "labels.tsv"), "--grammar", grammar]) == 0
+    assert "command acceptance" in capsys.readouterr().out  # what the demo printed it reads
     assert main(args) == 0
     again = capsys.readouterr().out
     assert "reusing the trained model" in again and "2/4 reusing the 40 synthesized" in again
+    (tmp_path / "demo" / "trained-on.txt").write_text("clips made another way\n")
+    assert main(args) == 0  # a model trained on other clips is not reused: trained afresh
+    assert "3/4 training the speech Transformer" in capsys.readouterr().out
