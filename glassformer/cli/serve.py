@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from glassformer.serve.adaptation import Adaptation
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.listener import Listener
 
 BACKLOG = 2048  # pending connections the kernel queues (uvicorn's default)
 
@@ -28,6 +35,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from glassformer.serve.models import check_sources
 
     check_sources(speech, args.grammars, args.lm, args.translation)  # before any loads
+    check_adapt_flags(args, speech, config.workers)
     try:
         import uvicorn
     except ImportError:
@@ -56,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         from glassformer.serve.models import load_models
 
         served = load_models(speech, args.grammars, args.lm, args.translation)
-        app = create_app(served, config, allowed)
+        app = create_app(served, config, allowed)  # its shutdown stops served.adaptation
     print(
         f"# listening on http://{config.host}:{port} (the page at /, the API at /openapi.json)",
         flush=True,
@@ -67,7 +75,63 @@ def cmd_serve(args: argparse.Namespace) -> None:
             app, host=config.host, port=port, workers=config.workers, factory=True, **options
         )
     else:
-        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        signal.signal(signal.SIGTERM, exit_on_sigterm)  # until uvicorn's own handler
+        try:
+            served.adaptation = start_adaptation(args, served.speech, speech)
+            uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        finally:  # the app's shutdown stopped it already, unless uvicorn never ran
+            if served.adaptation is not None:
+                served.adaptation.stop()
+
+
+def check_adapt_flags(
+    args: argparse.Namespace, speech: ListenerConfig | None, workers: int = 1
+) -> None:
+    """--adapt and --adapt-noise-dir checked (serve/adaptation.py), before any model loads."""
+    from glassformer.errors import GlassformerError
+
+    if args.adapt is None:
+        if args.adapt_noise_dir is not None:
+            raise GlassformerError("--adapt-noise-dir goes with --adapt DIR")
+        return
+    if speech is None:
+        raise GlassformerError("--adapt needs a speech model: --speech whisper-tiny.en")
+    if speech.intents is not None:
+        raise GlassformerError("--adapt fits the model to a grammar file, not to --intents")
+    from glassformer.serve.adaptation import check_adaptation
+
+    check_adaptation(args.adapt, args.adapt_noise_dir, args.grammars, speech.model, workers)
+
+
+def start_adaptation(
+    args: argparse.Namespace, listeners: dict[str, Listener], config: ListenerConfig
+) -> Adaptation | None:
+    """--adapt DIR: the door's Adaptation, started (None without the flag)."""
+    if args.adapt is None:
+        return None
+    from glassformer.serve.adaptation import Adaptation
+
+    adaptation = Adaptation(listeners, config, args.grammars[0], args.adapt, args.adapt_noise_dir)
+    adaptation.start()
+    return adaptation
+
+
+def add_adapt_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--adapt",
+        metavar="DIR",
+        help="fit the model to the one --grammar in the background (`glassformer adapt "
+        "--out DIR` on one thread at a lower priority, its output in DIR/adapt.log; alone it "
+        "takes 6-7 minutes on 2 cores) while the grammar is served zero-shot, then switch to "
+        "DIR/best without a pause in answering. A DIR adapted already is served from the "
+        "start; an interrupted one resumes. Needs a published Whisper as --speech",
+    )
+    parser.add_argument(
+        "--adapt-noise-dir",
+        metavar="DIR",
+        help="WAV recordings of the room's noise, mixed into --adapt's training (adapt's "
+        "--noise-dir)",
+    )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -138,6 +202,7 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
         help="another name clients may reach this server by (the Host header; a proxy's name); "
         "repeat for several. Loopback names, IP addresses and --host are always allowed",
     )
+    add_adapt_flags(serve)
     add_config_flags(serve, ServeConfig)
     add_listener_flags(serve, skip=("grammar",), streams=True)  # --device: every model's
     serve.set_defaults(handler=cmd_serve)
@@ -161,10 +226,25 @@ def cmd_wyoming(args: argparse.Namespace) -> None:
 
     if args.zeroconf is not None and not args.uri.startswith("tcp://"):
         raise GlassformerError("--zeroconf announces a tcp:// service: give --uri tcp://HOST:PORT")
+    check_adapt_flags(args, config)
     listeners = load_speech(config, args.grammars)
     service = Service(listeners, args.speech, ModelThread(), quiet=args.quiet)
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
-    asyncio.run(serve(args.uri, service, args.zeroconf))
+    signal.signal(signal.SIGTERM, exit_on_sigterm)  # where the wyoming package has none
+    adaptation = None
+    try:
+        adaptation = start_adaptation(args, listeners, config)  # swaps into service.listeners
+        asyncio.run(serve(args.uri, service, args.zeroconf))
+    finally:
+        if adaptation is not None:
+            adaptation.stop()
+
+
+def exit_on_sigterm(number: int, _: object) -> None:
+    """SIGTERM (systemd's stop) as an exit that unwinds, so that the door's `finally` stops
+    its --adapt child: Python's default ends at once. The servers' own graceful handlers
+    (uvicorn's; the wyoming package's, in recent versions) replace it while they run."""
+    raise SystemExit(128 + number)
 
 
 def check_wyoming_uri(uri: str) -> None:
@@ -249,5 +329,6 @@ def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -
         help="no log line per answered stream (on stderr: the model, the audio's length, the "
         "intent understood, the time; never the words)",
     )
+    add_adapt_flags(wyoming)
     add_listener_flags(wyoming, skip=("grammar",))
     wyoming.set_defaults(handler=cmd_wyoming)

@@ -2,7 +2,8 @@
 
     GET  /             the page (static/index.html, app.js, style.css: no build step, no CDN)
     GET  /healthz      {"status": "ok"} while the server answers
-    GET  /v1/models    what is loaded, with parameter counts and grammar names
+    GET  /v1/models    what is loaded, with parameter counts and grammar names (and, with
+                       --adapt, the adaptation's state: adapting, adapted, failed, stopped)
     /v1/transcribe, /v1/listen        serve/routes_speech.py
     /v1/audio/transcriptions          serve/routes_openai.py (OpenAI's API shape)
     /v1/generate, /v1/translate, /v1/attention   serve/routes_text.py
@@ -59,6 +60,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        if served.adaptation is not None:  # --adapt: its child stops with the server
+            served.adaptation.stop()
         thread.close()
 
     # no /docs or /redoc: their pages load Swagger UI and ReDoc from a CDN, blank offline;

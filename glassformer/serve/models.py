@@ -9,8 +9,9 @@
 Each grammar gets its own Listener sharing the one network (Listener.with_grammar copies
 references, not weights; a zero-shot Whisper also gets the grammar's phrases as context), and
 free text one more (no grammar, no context). Every listener has the one ListenerConfig the
-door's flags built (cli/voice.listener_config). Not here: loading or unloading models while
-the server runs.
+door's flags built (cli/voice.listener_config). With --adapt, one grammar's Listener is
+replaced by its adapted model while the server runs (serve/adaptation.py); /v1/models says
+how far that is. Not here: loading or unloading models otherwise while the server runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import torch
 
     from glassformer.models.gpt import GPT
+    from glassformer.serve.adaptation import Adaptation
     from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
     from glassformer.tasks.translation.inference import Translator
@@ -43,6 +45,7 @@ class ServedModels:
     lm: tuple[GPT, Tokenizer] | None = None  # the language model and its tokenizer
     translator: Translator | None = None
     sources: dict[str, str] = field(default_factory=dict)  # kind -> what was loaded
+    adaptation: Adaptation | None = None  # --adapt: a grammar's model fitted in the background
 
     @property
     def speech_names(self) -> list[str]:
@@ -177,6 +180,8 @@ def describe_models(served: ServedModels) -> dict[str, Any]:
                 if listener.grammar is not None
             },
         }
+        if served.adaptation is not None:
+            described["speech"]["adaptation"] = served.adaptation.describe()
     if served.lm is not None:
         model, _ = served.lm
         described["lm"] = {"source": served.sources["lm"], "parameters": parameter_count(model)}

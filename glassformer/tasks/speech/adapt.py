@@ -86,17 +86,18 @@ def check_speakable(grammar: Grammar, path: str) -> None:
         )
 
 
-def check_noise_dir(noise_dir: str) -> None:
+def check_noise_dir(noise_dir: str, flag: str = "--noise-dir") -> None:
     """Raise GlassformerError unless `noise_dir` is a folder of readable WAV noise (each
-    file read once, with the bounds of every audio reader, before anything is made)."""
+    file read once, with the bounds of every audio reader, before anything is made); the
+    message names it as `flag` (a door's --adapt-noise-dir)."""
     from glassformer.audio.io import load_audio
 
     folder = Path(noise_dir)
     if not folder.is_dir():
-        raise GlassformerError(f"--noise-dir {noise_dir}: no such folder")
+        raise GlassformerError(f"{flag} {noise_dir}: no such folder")
     paths = sorted(folder.glob("*.wav"))
     if not paths:
-        raise GlassformerError(f"--noise-dir {noise_dir}: no .wav files (the noise to mix in)")
+        raise GlassformerError(f"{flag} {noise_dir}: no .wav files (the noise to mix in)")
     for path in paths:
         if load_audio(path).size == 0:  # a reader error is already one line naming the file
             raise GlassformerError(f"{path}: no audio in this noise file")
