@@ -29,16 +29,16 @@ from glassformer.convert.installed import installed_models
 from glassformer.corpora import default_cache_root
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.config import (
-    GRAMMAR_FILE,
     SPEECH_PRESETS,
     ListenerConfig,
     SpeechDataConfig,
+    made_for,
 )
 from glassformer.tasks.speech.evaluation import Scored, is_accepted, summarize
 from glassformer.tasks.speech.listener import Listener, Result
 from glassformer.tasks.speech.training import train_speech
-from glassformer.textfiles import read_json
 from glassformer.train.config import TrainConfig
+from glassformer.train.outputs import steps_done
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.manifest import MANIFEST
 from glassformer.voice.recorded import INSTALL_HINT, find_voice, recorded_commands
@@ -64,10 +64,9 @@ WHY = {  # the demo's closing lines: why each model does as well as it does
 def trained_for(out: Path, grammar: Grammar, data_dir: Path) -> bool:
     """Whether `out` holds a run of this grammar on these clips (OUT/DATA_MARK names them):
     a demo of another grammar, or of clips synthesized otherwise, is retrained."""
-    saved, mark = out / "last" / GRAMMAR_FILE, out / DATA_MARK
+    mark = out / DATA_MARK
     return (
-        saved.is_file()
-        and Grammar.from_yaml(saved).sha256 == grammar.sha256
+        made_for(out / "last", grammar)
         and mark.is_file()
         and mark.read_text(encoding="utf-8").strip() == data_dir.name
     )
@@ -86,15 +85,6 @@ def start_afresh(out: Path, data_dir: Path) -> None:
         if folder.is_dir() and not folder.is_symlink() and (folder / "config.json").is_file():
             shutil.rmtree(folder)
     write_text_atomically(out / DATA_MARK, data_dir.name + "\n")
-
-
-def is_finished(out: Path, steps: int) -> bool:
-    state = out / "last" / "train_state.json"
-    if not state.is_file():
-        return False
-    saved = read_json(state, "training state")  # a broken one is one line naming it
-    step = saved.get("step") if isinstance(saved, dict) else None
-    return isinstance(step, int) and step >= steps
 
 
 def demo_noise() -> tuple[np.ndarray, str]:
@@ -219,7 +209,7 @@ def train_from_scratch(
     recipe = SPEECH_PRESETS[preset]
     train_config = TrainConfig(**{**recipe.train, **({"steps": steps} if steps else {})})
     same = trained_for(out, grammar, data_dir)
-    if same and is_finished(out, train_config.steps):
+    if same and (steps_done(out) or 0) >= train_config.steps:
         print(f"3/4 reusing the trained model in {out}")
         return
     print(f"3/4 training the speech Transformer from scratch ({train_config.steps} steps)")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from glassformer.errors import GlassformerError, first_line
-from glassformer.tasks.speech.config import GRAMMAR_FILE
+from glassformer.tasks.speech.config import GRAMMAR_FILE, made_for
 from glassformer.voice.grammar import Grammar
 
 if TYPE_CHECKING:
@@ -102,28 +102,14 @@ def held_grammar_sha256(out: Path) -> str | None:
     return None
 
 
-def is_adapted_to(best: Path, grammar: Grammar) -> bool:
-    """Whether `best` is a checkpoint made for `grammar` (the same sha256 of its content)."""
-    saved = best / GRAMMAR_FILE
-    if not (best / "config.json").is_file() or not saved.is_file():
-        return False
-    return Grammar.from_yaml(saved).sha256 == grammar.sha256
-
-
 def finished_model(out: Path, grammar: Grammar) -> Path | None:
     """OUT/best when adapt has finished there for `grammar` (OUT/last reached adapt's
     steps), else None: a run stopped early is resumed, not served."""
     from glassformer.tasks.speech.adapt import AdaptConfig
-    from glassformer.textfiles import read_json
-    from glassformer.train.outputs import STATE_FILE
+    from glassformer.train.outputs import steps_done
 
-    state = out / "last" / STATE_FILE
-    if not is_adapted_to(out / "best", grammar) or not state.is_file():
-        return None
-    saved = read_json(state, "training state")
-    step = saved.get("step") if isinstance(saved, dict) else None
-    done = isinstance(step, int) and step >= AdaptConfig("").steps
-    return out / "best" if done else None
+    done = (steps_done(out) or 0) >= AdaptConfig("").steps
+    return out / "best" if done and made_for(out / "best", grammar) else None
 
 
 def adapt_command(grammar: Path, out: Path, model: str, noise_dir: str | None) -> list[str]:
@@ -214,7 +200,7 @@ class Adaptation:
         try:
             if status != 0:
                 self.fail(f"adapt exited with status {status}")
-            elif not is_adapted_to(best, Grammar.from_yaml(self.grammar_path)):
+            elif not made_for(best, Grammar.from_yaml(self.grammar_path)):
                 self.fail(f"adapt left no model for {self.name} in {best}")
             else:
                 self.switch(best, f"switched {self.name} to the adapted model {best}")

@@ -43,6 +43,19 @@ CHECKPOINT_FILES = frozenset(
 )
 
 
+def steps_done(out: Path) -> int | None:
+    """The step OUT/last's training state reached; None when there is none (a state file
+    that is no JSON object is one GlassformerError naming it)."""
+    from glassformer.textfiles import read_json
+
+    state = out / "last" / STATE_FILE
+    if not state.is_file():
+        return None
+    saved = read_json(state, "training state")
+    step = saved.get("step") if isinstance(saved, dict) else None
+    return step if isinstance(step, int) else None
+
+
 def checkpoint_files(directory: Path) -> frozenset[str]:
     """The names a checkpoint directory may hold and still be replaced: CHECKPOINT_FILES and
     the files its config.json lists as its own.

@@ -5,6 +5,8 @@ defaults from there."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from glassformer.audio.endpoint import EndpointConfig
 from glassformer.audio.io import MIN_WINDOW_STEP
@@ -22,6 +24,9 @@ from glassformer.errors import ConfigError
 from glassformer.models.configs import SpeechConfig
 from glassformer.train.config import TrainConfig
 
+if TYPE_CHECKING:
+    from glassformer.voice.grammar import Grammar
+
 GRAMMAR_FILE = "grammar.yaml"  # in every speech checkpoint: the grammar it was trained for
 DEFAULT_SPEECH_MODEL = "whisper-tiny.en"  # installed by setup (tasks/speech/pretrained.py)
 PRECISIONS = ("float32", "int8")  # weights of the linear layers (layers/quantized.py)
@@ -29,6 +34,17 @@ MAX_WINDOW_STEP = 30.0  # seconds: Whisper's whole window
 SENTENCE_SETS = ("speech", "full")  # Home Assistant's speech subset, or all its sentences
 FALLBACKS = ("none", "free")  # what speech that is no command answers: nothing, free text
 MULTILINGUAL_MODEL = "whisper-base"  # the model of a language other than English, unless given
+
+
+def made_for(checkpoint: Path, grammar: Grammar) -> bool:
+    """Whether `checkpoint` is a speech checkpoint trained for `grammar` (its saved
+    GRAMMAR_FILE has the same sha256 of expressions and slots)."""
+    from glassformer.voice.grammar import Grammar
+
+    saved = checkpoint / GRAMMAR_FILE
+    if not (checkpoint / "config.json").is_file() or not saved.is_file():
+        return False
+    return Grammar.from_yaml(saved).sha256 == grammar.sha256
 
 
 @dataclass(frozen=True)
