@@ -77,7 +77,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     else:
         signal.signal(signal.SIGTERM, exit_on_sigterm)  # until uvicorn's own handler
         try:
-            served.adaptation = start_adaptation(args, served.speech, speech)
+            served.adaptation = door_adaptation(args, served.speech, speech)
+            if served.adaptation is not None:  # known to `finally` before its child exists
+                served.adaptation.start()
             uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
         finally:  # the app's shutdown stopped it already, unless uvicorn never ran
             if served.adaptation is not None:
@@ -103,17 +105,17 @@ def check_adapt_flags(
     check_adaptation(args.adapt, args.adapt_noise_dir, args.grammars, speech.model, workers)
 
 
-def start_adaptation(
+def door_adaptation(
     args: argparse.Namespace, listeners: dict[str, Listener], config: ListenerConfig
 ) -> Adaptation | None:
-    """--adapt DIR: the door's Adaptation, started (None without the flag)."""
+    """--adapt DIR: the door's Adaptation, not started yet (None without the flag). The door
+    keeps it where its `finally` looks before it calls start(): a SIGTERM that comes while the
+    child starts then still stops the child."""
     if args.adapt is None:
         return None
     from glassformer.serve.adaptation import Adaptation
 
-    adaptation = Adaptation(listeners, config, args.grammars[0], args.adapt, args.adapt_noise_dir)
-    adaptation.start()
-    return adaptation
+    return Adaptation(listeners, config, args.grammars[0], args.adapt, args.adapt_noise_dir)
 
 
 def add_adapt_flags(parser: argparse.ArgumentParser) -> None:
@@ -231,9 +233,10 @@ def cmd_wyoming(args: argparse.Namespace) -> None:
     service = Service(listeners, args.speech, ModelThread(), quiet=args.quiet)
     print(f"# glassformer wyoming on {args.uri}: {args.speech}, grammars {list(listeners)}")
     signal.signal(signal.SIGTERM, exit_on_sigterm)  # where the wyoming package has none
-    adaptation = None
+    adaptation = door_adaptation(args, listeners, config)  # swaps into service.listeners
     try:
-        adaptation = start_adaptation(args, listeners, config)  # swaps into service.listeners
+        if adaptation is not None:
+            adaptation.start()
         asyncio.run(serve(args.uri, service, args.zeroconf))
     finally:
         if adaptation is not None:

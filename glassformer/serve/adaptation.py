@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,7 +175,8 @@ class Adaptation:
         self.out.mkdir(parents=True, exist_ok=True)
         from glassformer.files import open_for_append
 
-        with open_for_append(self.log) as log:  # the child holds its own descriptor
+        # a SIGTERM or Ctrl-C inside Popen would leave a child nobody records: held to the end
+        with open_for_append(self.log) as log, signals_held():  # the child holds its own fd
             self.child = subprocess.Popen(
                 self.command,
                 stdin=subprocess.DEVNULL,
@@ -244,6 +246,29 @@ class Adaptation:
         """What /v1/models tells of it: the grammar, its state, the model and the log."""
         best, log = str(self.out / "best"), str(self.log)
         return {"grammar": self.name, "state": self.state, "model": best, "log": log}
+
+
+@contextlib.contextmanager
+def signals_held(numbers: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    """Signals in `numbers` that arrive inside the block are acted on at its end, by the
+    handlers that were there before: nothing interrupts the block halfway. Python runs signal
+    handlers on the main thread only, so elsewhere this holds nothing (and needs not)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(number: int, _: object) -> None:
+        arrived.append(number)
+
+    previous = {number: signal.signal(number, hold) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in arrived:
+            signal.raise_signal(number)
 
 
 def signal_group(child: subprocess.Popen, number: int) -> None:

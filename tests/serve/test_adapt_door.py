@@ -241,6 +241,40 @@ def test_shutting_down_the_server_stops_a_running_child_and_its_own(
     served.adaptation.stop()  # a second stop (cmd_serve's finally) does nothing more
 
 
+def test_a_sigterm_while_the_child_starts_still_stops_it(
+    config: ListenerConfig,
+    grammar: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race CI once lost: the door's SIGTERM inside Popen (after the fork, before the
+    child is recorded) left a child that nobody stopped. Here it comes at that moment."""
+    served = serve_zero_shot(config, grammar)
+    out, pid_file = tmp_path / "adapted", tmp_path / "grandchild.pid"
+    command = [sys.executable, "-c", LONG_ADAPT, str(pid_file)]
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args: object, **kwargs: object) -> subprocess.Popen:
+        child = real_popen(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at once, were it not held
+        return child
+
+    def exit_143(number: int, _: object) -> None:
+        raise SystemExit(128 + number)
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    previous = signal.signal(signal.SIGTERM, exit_143)  # the door's (cli/serve.exit_on_sigterm)
+    adaptation = Adaptation(served.speech, config, grammar, out, command=command)
+    try:
+        with pytest.raises(SystemExit):
+            adaptation.start()
+        assert adaptation.child is not None  # recorded before the exit unwound
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        adaptation.stop()  # the door's `finally`
+    assert adaptation.child.poll() is not None and adaptation.state == "stopped"
+
+
 def test_the_wyoming_door_switches_its_listeners(
     config: ListenerConfig, grammar: Path, checkpoints: dict[str, Path], tmp_path: Path
 ) -> None:
