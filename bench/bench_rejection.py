@@ -2,7 +2,7 @@
 at each reject_ratio (a DET-style table: true accepts beside false accepts).
 
     .venv/bin/python bench/bench_rejection.py [--grammars coffee en de es it nl fr]
-        [--count 15] [--out runs/bench_rejection.json]
+        [--count 15] [--out runs/bench_rejection.json] [--rows SAVED.json]
 
 Each grammar (the coffee grammar, or Home Assistant's sentences of a language with the
 benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
@@ -17,7 +17,9 @@ benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
 For each clip the constrained decode's confidence (geometric-mean token probability) and the
 free decode's (greedy, the same memory) are kept, so that every threshold is scored on the
 same decodes. A result is kept when its confidence is at least the model's reject_below
-(0.01 for Whisper) and at least reject_ratio times the free decode's.
+(0.01 for Whisper) and, where it is under reject_ratio, at least reject_ratio times the free
+decode's and (the "agreement test" column) sharing search.MIN_AGREEMENT of its characters
+with the free words: the Listener's own rule, scored with and without that second test.
 """
 
 from __future__ import annotations
@@ -78,11 +80,22 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
     return rows
 
 
-def kept(row: dict, ratio: float) -> bool:
+def kept(row: dict, ratio: float, agree: bool = True) -> bool:
+    """The Listener's rule on a row's two decodes: the floor, then for a doubtful command (under
+    `ratio` in confidence) the free decode's test (tasks/speech/search.is_command_heard), or
+    without `agree` only its probability ratio (the rule before the agreement test)."""
+    from glassformer.tasks.speech.search import Transcript, is_command_heard
+
     confidence = row["confidence"]
-    return (
-        row["found"] and confidence >= row["floor"] and confidence >= ratio * row["free_confidence"]
-    )
+    if not row["found"] or confidence < row["floor"]:
+        return False
+    if confidence >= ratio:
+        return True  # not doubtful: no free decode runs
+    if not agree:
+        return confidence >= ratio * row["free_confidence"]
+    command = Transcript(row["text"], "found", {}, confidence)
+    heard = Transcript(row["free_text"], None, {}, row["free_confidence"])
+    return is_command_heard(command, heard, ratio)
 
 
 def table(rows: list[dict]) -> list[dict]:
@@ -92,19 +105,17 @@ def table(rows: list[dict]) -> list[dict]:
         commands = [r for r in mine if r["kind"] != "no command"]
         others = [r for r in mine if r["kind"] == "no command"]
         for ratio in RATIOS:
-            out.append(
-                {"grammar": name, "reject_ratio": ratio}
-                | {
-                    "commands_right_kept": sum(r["right"] and kept(r, ratio) for r in commands)
-                    / len(commands)
-                }
-                | {
-                    "commands_wrong_kept": sum(not r["right"] and kept(r, ratio) for r in commands)
-                    / len(commands)
-                }
-                | {"not_commands_rejected": sum(not kept(r, ratio) for r in others) / len(others)}
-                | {"commands": len(commands), "not_commands": len(others)}
-            )
+            for agree in (False, True):
+                right = [r["right"] and kept(r, ratio, agree) for r in commands]
+                wrong = [not r["right"] and kept(r, ratio, agree) for r in commands]
+                refused = [not kept(r, ratio, agree) for r in others]
+                out.append(
+                    {"grammar": name, "reject_ratio": ratio, "agreement": agree}
+                    | {"commands_right_kept": sum(right) / len(commands)}
+                    | {"commands_wrong_kept": sum(wrong) / len(commands)}
+                    | {"not_commands_rejected": sum(refused) / len(others)}
+                    | {"commands": len(commands), "not_commands": len(others)}
+                )
     return out
 
 
@@ -116,22 +127,29 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=15)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ha.ROOT / "runs" / "bench_rejection.json")
+    parser.add_argument(
+        "--rows", type=Path, help="score the decodes a run saved (its --out) instead of decoding"
+    )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically
 
-    rows: list[dict] = []
+    rows: list[dict] = [] if args.rows is None else json.loads(args.rows.read_text())
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for name in args.grammars:
+    for name in args.grammars if args.rows is None else []:
         rows += decodes(name, args.count, args.seed)
         write_text_atomically(args.out, json.dumps(rows, ensure_ascii=False, indent=1))
         print(
             f"{name}: {sum(r['grammar'] == name for r in rows)} clips", file=sys.stderr, flush=True
         )
-    print("| grammar | reject_ratio | commands right, kept | wrong, kept | not commands rejected |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| grammar | reject_ratio | agreement test | commands right, kept | wrong, kept "
+        "| not commands rejected |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for row in table(rows):
         print(
-            f"| {row['grammar']} | {row['reject_ratio']:g} | {row['commands_right_kept']:.1%}"
+            f"| {row['grammar']} | {row['reject_ratio']:g} | {'yes' if row['agreement'] else 'no'}"
+            f" | {row['commands_right_kept']:.1%}"
             f" | {row['commands_wrong_kept']:.1%} | {row['not_commands_rejected']:.1%}"
             f" (of {row['not_commands']}) |"
         )

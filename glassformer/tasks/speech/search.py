@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
+import regex
 import torch
 
 from glassformer.layers.attention import distinct_memories
@@ -25,6 +26,12 @@ from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.vocabulary import grammar_constraint, start_rule
+
+# how alike a doubtful command and its free words must be (is_command_heard), chosen on
+# bench_rejection's decodes (docs/benchmarks.md, "Rejection"): speech that was no command of
+# an English grammar agreed at most 0.26 with its command, right commands in seven languages
+# at least 0.29
+MIN_AGREEMENT = 0.28
 
 
 @dataclass(frozen=True)
@@ -125,13 +132,53 @@ def checked_against_free_text(
     checked = list(transcripts)
     for b, words in zip(doubtful, heard, strict=True):
         command = transcripts[b]
-        if (
-            command.intent is not None
-            and command.confidence >= options.reject_ratio * words.confidence
-        ):
-            continue  # as likely as the words the model would write unconstrained: a command
+        if is_command_heard(command, words, options.reject_ratio):
+            continue
         checked[b] = Transcript(words.text, None, {}, command.confidence, command.end_probability)
     return checked
+
+
+def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:
+    """Whether a doubtful command stands against the free words the model heard: nearly as
+    likely per token (at least `reject_ratio` of theirs), and written with characters alike
+    (agreement at least MIN_AGREEMENT, where the two can be compared).
+
+    The second test catches what the first lets through: noise, or one short word, freely
+    heard as "and" or "nine" at a low probability that a five-word grammar sentence matches
+    per token (docs/benchmarks.md, issue 28).
+    """
+    if command.intent is None or command.confidence < reject_ratio * words.confidence:
+        return False
+    shared = agreement(command.text, words.text)
+    return shared is None or shared >= MIN_AGREEMENT
+
+
+def agreement(command: str, heard: str) -> float | None:
+    """How alike the command's text and the free words are: 1 - their character edit distance
+    (jiwer's alignment) over the longer one's length, case and punctuation aside. Over the
+    longer, not the command's: free words of a badly heard language run longer than the
+    command they are, and that alone is no disagreement. None where characters cannot tell:
+    the free words write a number in digits that the command spells out.
+
+    Example: ("i'd like a mocha", "and") -> 0.06; ("give me a drip coffee", "Give me a rip,
+    coffee") -> 0.95; ("friday at five p m", "Friday at 5 p.m.") -> None
+    """
+    import jiwer
+
+    said, free = comparable(command), comparable(heard)
+    if not said or (any(c.isdigit() for c in free) and not any(c.isdigit() for c in said)):
+        return None
+    if not free:
+        return 0.0
+    edits = jiwer.process_characters(said, free)
+    distance = edits.substitutions + edits.deletions + edits.insertions
+    return 1.0 - distance / max(len(said), len(free))
+
+
+def comparable(text: str) -> str:
+    """Lower case, every run of characters other than letters, digits and apostrophes one
+    space: "Twenty-ounce, please." -> "twenty ounce please"."""
+    return " ".join(regex.sub(r"[^\p{L}\p{N}']+", " ", text.lower()).split())
 
 
 def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201
