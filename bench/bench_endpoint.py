@@ -33,8 +33,8 @@ FRAME = 320
 NOISES = ("cafe", "fridge", "traffic")
 LOUD_DB = 20  # a command's span: its frames within this of its loudest
 SLACK = 3 * FRAME  # an endpointed command may miss this much of a span's ends (60 ms)
-CONFIGS = {  # name -> EndpointConfig fields
-    "energy": {},
+CONFIGS = {  # name -> EndpointConfig fields (each named in full: the default changes)
+    "energy": {"detector": "energy"},
     "silero": {"detector": "silero"},
 }
 
