@@ -18,8 +18,8 @@ For each clip the constrained decode's confidence (geometric-mean token probabil
 free decode's (greedy, the same memory) are kept, so that every threshold is scored on the
 same decodes. A result is kept when its confidence is at least the model's reject_below
 (0.01 for Whisper) and, where it is under reject_ratio, at least reject_ratio times the free
-decode's and (the "agreement test" column) sharing search.MIN_AGREEMENT of its characters
-with the free words: the Listener's own rule, scored with and without that second test.
+decode's and (the "agreement test" column) written like the free words (search.agreement at
+least MIN_AGREEMENT): the Listener's own rule, scored with and without that second test.
 """
 
 from __future__ import annotations

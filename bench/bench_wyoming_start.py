@@ -32,21 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_serve import recorded_clips, rss_mb  # noqa: E402 - the real voice, /proc's memory
+
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def memory_mb(pid: int) -> dict:
-    """VmRSS and VmHWM of a process, in MB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0]) // 1024
-    return {"resident_mb": fields["VmRSS"], "peak_mb": fields["VmHWM"]}
 
 
 async def transcribe(port: int, wav: bytes) -> str:
@@ -126,7 +118,9 @@ def served(  # noqa: PLR0913 - one run's parts
         "port_open_s": round(port_open, 2),
         "first_transcript_s": round(answered, 2),
         "first_text": first,
-    } | memory_mb(server.pid)
+        "resident_mb": round(rss_mb(server.pid)),
+        "peak_mb": round(rss_mb(server.pid, "VmHWM")),
+    }
 
 
 def main() -> None:
@@ -137,8 +131,6 @@ def main() -> None:
     parser.add_argument("--precision", default="float32", choices=["float32", "int8"])
     parser.add_argument("--threads", type=int, default=0, help="the server's OMP_NUM_THREADS")
     args = parser.parse_args()
-    from bench_serve import recorded_clips
-
     clips, grammar = recorded_clips(args.commands + 1)
     runs = [one_run(args, clips, str(grammar)) for _ in range(args.runs)]
     keys = ("port_open_s", "first_transcript_s", "resident_mb", "peak_mb")

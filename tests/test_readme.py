@@ -33,7 +33,7 @@ def blocks() -> list[str]:
     return BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
 
 
-def starting(words: str) -> str:
+def block_with(words: str) -> str:
     """The one README block whose code contains `words`."""
     found = [block for block in blocks() if words in block]
     assert len(found) == 1, f"{len(found)} README blocks contain {words!r}"
@@ -45,7 +45,7 @@ LIBRARY, TOKENIZER = "glassformer.from_hf_gpt2(", "train_bpe_tokenizer(["
 
 
 def test_every_python_block_is_run() -> None:
-    cases = [starting(words) for words in (LISTENER, MICROPHONE, LIBRARY, TOKENIZER)]
+    cases = [block_with(words) for words in (LISTENER, MICROPHONE, LIBRARY, TOKENIZER)]
     assert sorted(cases) == sorted(blocks()), "a README block no test here runs"
 
 
@@ -99,7 +99,7 @@ def test_the_listener_examples_run_as_written(
     monkeypatch.chdir(tmp_path)
     subprocess.run(["espeak-ng", "-w", "command.wav", "monday at nine a m"], check=True)
     namespace: dict = {}
-    printed = run(starting(LISTENER), namespace)
+    printed = run(block_with(LISTENER), namespace)
     lines = printed.splitlines()
     assert len(lines) == 2, printed  # the file's result, then the stream's (at its end)
     assert "intent='book'" in lines[0] and "'day': 'monday'" in lines[0], lines[0]
@@ -109,7 +109,7 @@ def test_the_listener_examples_run_as_written(
     heard = np.concatenate([samples, np.zeros(16_000, np.float32)])  # then a second of quiet
     pcm = (np.clip(heard, -1, 1) * 32767).astype("<i2").tobytes()
     monkeypatch.setitem(sys.modules, "sounddevice", microphone_reading(pcm))
-    said = run(starting(MICROPHONE), namespace, until=MicrophoneClosed).splitlines()
+    said = run(block_with(MICROPHONE), namespace, until=MicrophoneClosed).splitlines()
     assert len(said) == 1 and "monday" in said[0].lower(), said  # one command, heard whole
 
 
@@ -122,7 +122,7 @@ def test_the_library_example_runs_as_written(
     monkeypatch.chdir(tmp_path)
     config = GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=1, n_head=2)
     namespace = {"hf_model": GPT2LMHeadModel(config).eval()}  # "a GPT-2 you already have"
-    run(starting(LIBRARY), namespace)
+    run(block_with(LIBRARY), namespace)
     assert namespace["logits"].shape == (2, 10, namespace["model"].config.vocab_size)
     assert (tmp_path / "runs" / "tiny" / "model.safetensors").is_file()
     assert type(namespace["speech"]).__name__ == "SpeechTransformer"
@@ -135,6 +135,6 @@ def test_the_tokenizer_example_runs_as_written(
     namespace = {"text": (ROOT / "README.md").read_text(encoding="utf-8")}  # "some text"
     with warnings.catch_warnings():  # a README is too short for 4,096 ids: said, not failed
         warnings.simplefilter("ignore", UserWarning)
-        run(starting(TOKENIZER), namespace)
+        run(block_with(TOKENIZER), namespace)
     assert namespace["tokenizer"].decode(namespace["ids"]) == "To be, or not to be"
     assert (tmp_path / "tok.json").is_file() and (tmp_path / "tok.vocab").is_file()

@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
-import regex
 import torch
 
 from glassformer.layers.attention import distinct_memories
@@ -26,6 +25,7 @@ from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.vocabulary import grammar_constraint, start_rule
+from glassformer.voice.expressions import normalize
 
 # how alike a doubtful command and its free words must be (is_command_heard), chosen on
 # bench_rejection's decodes (docs/benchmarks.md, "Rejection"): speech that was no command of
@@ -155,7 +155,8 @@ def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float
 
 def agreement(command: str, heard: str) -> float | None:
     """How alike the command's text and the free words are: 1 - their character edit distance
-    (jiwer's alignment) over the longer one's length, case and punctuation aside. Over the
+    (jiwer's alignment) over the longer one's length, each as a grammar reads words
+    (voice/expressions.normalize: case and punctuation aside). Over the
     longer, not the command's: free words of a badly heard language run longer than the
     command they are, and that alone is no disagreement. None where characters cannot tell:
     the free words write a number in digits that the command spells out.
@@ -165,7 +166,7 @@ def agreement(command: str, heard: str) -> float | None:
     """
     import jiwer
 
-    said, free = comparable(command), comparable(heard)
+    said, free = normalize(command), normalize(heard)
     if not said or (any(c.isdigit() for c in free) and not any(c.isdigit() for c in said)):
         return None
     if not free:
@@ -173,12 +174,6 @@ def agreement(command: str, heard: str) -> float | None:
     edits = jiwer.process_characters(said, free)
     distance = edits.substitutions + edits.deletions + edits.insertions
     return 1.0 - distance / max(len(said), len(free))
-
-
-def comparable(text: str) -> str:
-    """Lower case, every run of characters other than letters, digits and apostrophes one
-    space: "Twenty-ounce, please." -> "twenty ounce please"."""
-    return " ".join(regex.sub(r"[^\p{L}\p{N}']+", " ", text.lower()).split())
 
 
 def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201
