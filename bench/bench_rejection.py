@@ -18,7 +18,7 @@ For each clip the constrained decode's confidence (geometric-mean token probabil
 free decode's (greedy, the same memory) are kept, so that every threshold is scored on the
 same decodes. A result is kept when its confidence is at least the model's reject_below
 (0.01 for Whisper) and, where it is under reject_ratio, at least reject_ratio times the free
-decode's and (the "agreement test" column) written like the free words (search.agreement at
+decode's and (the "agreement test" column) written like the free words (transcript.agreement at
 least MIN_AGREEMENT): the Listener's own rule, scored with and without that second test.
 """
 
@@ -82,9 +82,9 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
 
 def kept(row: dict, ratio: float, agree: bool = True) -> bool:
     """The Listener's rule on a row's two decodes: the floor, then for a doubtful command (under
-    `ratio` in confidence) the free decode's test (tasks/speech/search.is_command_heard), or
+    `ratio` in confidence) the free decode's test (tasks/speech/transcript.is_command_heard), or
     without `agree` only its probability ratio (the rule before the agreement test)."""
-    from glassformer.tasks.speech.search import Transcript, is_command_heard
+    from glassformer.tasks.speech.transcript import Transcript, is_command_heard
 
     confidence = row["confidence"]
     if not row["found"] or confidence < row["floor"]:

@@ -15,9 +15,10 @@ counts when the slot is right. Noise: ../shared/data/noise (cafe, fridge, traffi
 mixed at each SNR; errors of the clean pass go to stderr; --grammar replaces the grammar.
 coffee: ../shared/data/grammars/coffee_maker.yaml spoken by synthetic voices inside long
 silent clips (see coffee()); --heldout keeps only the voices fine-tuning never trains on.
-speed: one CPU thread, file in to intent out, median over clips, ours (--model: Whisper or a
-from-scratch run; --precision, --beam) and, for Whisper, CTranslate2's in the same run (same
-weights at --ct2-type, default int8, its fastest on a CPU; the same beam and features;
+speed: one CPU thread, file in to intent out, median over clips, ours (--model: Whisper, a
+from-scratch run, or a `glassformer export` folder; --precision, --beam) and, for Whisper,
+CTranslate2's in the same run (same weights at --ct2-type, default int8, its fastest on a
+CPU; the same beam and features;
 --ct2-context: also the grammar's context in its prompt, as ours reads it; unconstrained, a
 list of 20 words as context makes it ramble on). Prints JSON.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import random
 import resource
 import statistics
@@ -183,6 +185,7 @@ def speed(
     from glassformer.tasks.speech.listener import Listener
 
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"  # an exported model's onnxruntime reads it at load
     grammar = ROOT / "bench/grammars/words.yaml"
     files = commands()[0][:count]
     if recorded:
@@ -197,9 +200,12 @@ def speed(
     listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
     speech, beam = listener.speech, config.beam_size
     theirs = None  # CTranslate2 runs only Whisper's weights
-    if config.model == "whisper-tiny.en":
+    source = config.model
+    if (Path(source) / "model.json").is_file():  # `glassformer export`ed: what from
+        source = json.loads((Path(source) / "model.json").read_text()).get("source")
+    if source == "whisper-tiny.en":
         theirs = ctranslate2.models.Whisper(
-            str(installed_models()[config.model]), compute_type=ct2_type, intra_threads=1
+            str(installed_models()[source]), compute_type=ct2_type, intra_threads=1
         )
     listener.understand_file(files[0])  # warm-up: the vocabulary's reading, allocator pools
     ours_times, their_times = [], []

@@ -253,6 +253,7 @@ def add_voice_commands(
     speech.set_defaults(handler=cmd_train_speech)
 
     add_adapt_command(commands, formatter)
+    add_export_command(commands, formatter)
 
     transcribe = commands.add_parser(
         "transcribe",
@@ -312,6 +313,44 @@ def add_voice_commands(
     )
     whisper.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory")
     whisper.set_defaults(handler=cmd_import_whisper)
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from glassformer.tasks.speech.onnx_export import export_speech
+
+    out = export_speech(args.model, args.out, args.precision)
+    size = sum(f.stat().st_size for f in out.iterdir()) / 1e6
+    print(f"wrote {out} ({size:.0f} MB): give it as MODEL to transcribe, serve or wyoming")
+
+
+def add_export_command(commands: argparse._SubParsersAction, formatter: type) -> None:
+    from glassformer.tasks.speech.onnx_runtime import PRECISIONS
+
+    export = commands.add_parser(
+        "export",
+        help="a Whisper for onnxruntime: transcribe, serve and wyoming without torch",
+        formatter_class=formatter,
+        description="Export a Whisper (an installed name, or a model `adapt` or `train speech "
+        "--init` made) from our own modules to ONNX: the encoder, the decoder with its "
+        "keys-and-values cache, the tokenizer and the features' matrices in one folder, "
+        "checked against our modules before it is written. Given as MODEL, the folder runs "
+        "with onnxruntime and numpy, and the process never imports torch: about half the "
+        "memory, for a Raspberry Pi or a Home Assistant Green (docs/benchmarks.md, "
+        '"Without torch"). Its precision is fixed here; --precision at transcribe time does '
+        "not change it. Needs the onnx package (pip install 'glassformer[onnx]').",
+    )
+    export.add_argument(
+        "model", metavar="MODEL", help="whisper-tiny.en, whisper-base, or a model directory"
+    )
+    export.add_argument("--out", required=True, metavar="DIR", help="the folder to write")
+    export.add_argument(
+        "--precision",
+        default="int8",
+        choices=PRECISIONS,
+        help="int8: the linear layers' weights in int8, the smallest and fastest; float32: "
+        "the published weights' values (default: %(default)s)",
+    )
+    export.set_defaults(handler=cmd_export)
 
 
 def add_adapt_command(commands: argparse._SubParsersAction, formatter: type) -> None:

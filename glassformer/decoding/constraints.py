@@ -20,8 +20,10 @@ allowed per beam: beam search with K beams never needs more than K continuations
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # imported where used: allowed() serves onnx_runtime.py's search, torch-free
+    import torch
 
 FIRST_RANKED = 256  # candidates ranked at once per beam; more only if the grammar asks
 
@@ -124,6 +126,8 @@ class TextConstraint:
 
     def __call__(self, tokens: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
         """Shapes: tokens (N, T) so far, log_probs (N, V) -> (N, V) with the rest at -inf."""
+        import torch
+
         restricted = torch.full_like(log_probs, float("-inf"))
         top_values, top_ids = log_probs.topk(min(FIRST_RANKED, log_probs.size(-1)), dim=-1)
         for n, row in enumerate(tokens.tolist()):

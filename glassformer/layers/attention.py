@@ -225,7 +225,8 @@ class MultiHeadAttention(nn.Module):
         if self.use_sdpa and not need_weights:
             # The fused kernel's is_causal aligns the mask top-left, right only when T == S;
             # one new query at the end of the keys (a decode step) may see them all: no mask.
-            fused_causal = is_causal and attn_mask is None and T == S
+            # (bool(): under torch.onnx's tracer sizes are tensors, and so is T == S)
+            fused_causal = bool(is_causal and attn_mask is None and T == S)
             if is_causal and not fused_causal and T > 1:
                 attn_mask = combine_masks(causal_mask(T, S, device=q.device), attn_mask)
             out = F.scaled_dot_product_attention(

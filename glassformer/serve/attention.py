@@ -93,8 +93,13 @@ def speech_attention(
     greedy transcription)."""
     from glassformer.explain.attention_maps import clip_cross_attention
     from glassformer.tasks.speech.inference import SpeechOptions, transcribe
+    from glassformer.tasks.speech.onnx_runtime import OnnxNetwork
 
     speech = listener.speech
+    if isinstance(speech.model, OnnxNetwork):
+        raise ApiError(
+            422, "attention maps read our modules on torch; this server runs an exported model"
+        )
     if text is None:
         text = transcribe(speech, waveform, SpeechOptions(beam_size=1)).text
     if len(text) > MAX_TEXT_CHARS:

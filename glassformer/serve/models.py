@@ -148,7 +148,11 @@ def load_models(
 
 
 def parameter_count(model: torch.nn.Module) -> int:
-    """Distinct parameters (a tied matrix counts once)."""
+    """Distinct parameters (a tied matrix counts once); an exported model's, as exported."""
+    from glassformer.tasks.speech.onnx_runtime import OnnxNetwork
+
+    if isinstance(model, OnnxNetwork):
+        return model.parameter_count
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 

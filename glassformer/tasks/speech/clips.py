@@ -8,13 +8,17 @@ keeps its loudest stretch (audio/silence.loudest_window). Not here: reading audi
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
-from glassformer.audio.features import compute_features
+import numpy as np
+
 from glassformer.audio.io import SAMPLE_RATE
 from glassformer.audio.silence import check_audible, loudest_window, trim_silence
-from glassformer.tasks.speech.model import SpeechModel
+
+if TYPE_CHECKING:  # clip_audio and most_tokens serve onnx_runtime.py too, which has no torch
+    import torch
+
+    from glassformer.tasks.speech.model import SpeechModel
 
 # the fastest speech is about 5 words a second, at most about 1.5 tokens a word
 TOKENS_PER_SECOND = 10  # tokens a transcript may have per second of audio heard
@@ -48,6 +52,10 @@ def heard_features(speech: SpeechModel, heard: np.ndarray) -> torch.Tensor:
     Shapes:
         heard: (L,)   returns: (M, N), N <= model.max_frames
     """
+    import torch
+
+    from glassformer.audio.features import compute_features
+
     device = next(speech.model.parameters()).device
     features = compute_features(torch.from_numpy(heard).to(device), speech.features)
     return features[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
@@ -66,6 +74,8 @@ def most_tokens(speech: SpeechModel, seconds: float) -> int:
 
 def pad_features(features: list[torch.Tensor]) -> torch.Tensor:
     """Shapes: features: B x (M, N_i)   returns: (B, M, max N_i), zero-padded"""
+    import torch
+
     longest = max(f.size(-1) for f in features)
     padded = [torch.nn.functional.pad(f, (0, longest - f.size(-1))) for f in features]
     return torch.stack(padded)

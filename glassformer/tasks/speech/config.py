@@ -90,7 +90,7 @@ class ListenerConfig:
     )
     # measured (docs/benchmarks.md, "Rejection"): a command holds most of the probability its
     # clip's free transcript has; speech that is no command, well under a tenth. A command
-    # under it in confidence must also be written much like the free text (search.agreement)
+    # under it in confidence must also be written much like the free text (transcript.agreement)
     reject_ratio: float = 0.1  # 0-1: reject a command under this share of the free text's
     # int8 is CTranslate2's CPU default; its accuracy: docs/benchmarks.md
     precision: str = "float32"  # float32, or int8: the decoder's weights in int8, 3x faster

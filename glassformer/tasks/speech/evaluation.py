@@ -11,7 +11,7 @@ from pathlib import Path
 
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.listener import Listener, Result
-from glassformer.tasks.speech.search import Transcript
+from glassformer.tasks.speech.transcript import Transcript
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
 from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
-from glassformer.tasks.speech.search import Transcript, decode_clips
+from glassformer.tasks.speech.search import decode_clips
+from glassformer.tasks.speech.transcript import Transcript
 
 __all__ = ["SpeechOptions", "Transcript", "transcribe", "transcribe_many"]
 

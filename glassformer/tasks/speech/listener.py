@@ -124,11 +124,9 @@ class Listener:
     def understand_many(self, waveforms: list[np.ndarray]) -> list[Result]:
         """understand() for several clips, their encoder run as one batch (the server's
         concurrent requests); equal to understanding them one by one."""
-        from glassformer.tasks.speech.inference import transcribe_many
-
         clips = [as_samples(w, max_seconds=float("inf")) for w in waveforms]
         started = time.perf_counter()
-        transcripts = transcribe_many(self.speech, clips, self.options)
+        transcripts = engine(self.speech)(self.speech, clips, self.options)
         elapsed = (time.perf_counter() - started) / max(len(clips), 1)
         results = [as_result(t, w, elapsed) for t, w in zip(transcripts, clips, strict=True)]
         if self.config.fallback == "free" and self.options.constrain:
@@ -167,6 +165,7 @@ def load(config: ListenerConfig) -> SpeechModel:
         spoken_language,
         use_language,
     )
+    from glassformer.tasks.speech.onnx_runtime import OnnxNetwork
 
     grammar = load_commands(config)
     language = spoken_language(config)
@@ -175,12 +174,25 @@ def load(config: ListenerConfig) -> SpeechModel:
         model = MULTILINGUAL_MODEL  # tiny.en writes English only
     int8 = config.precision == "int8"  # then float16 weights stay as stored until quantized
     speech = use_language(load_speech_model(model, config.device, grammar, not int8), language)
+    exported = isinstance(speech.model, OnnxNetwork)  # its precision is the export's
     if config.window_step is not None and speech.features.window_seconds > 0:
         step = min(config.window_step, speech.features.window_seconds)
         features = dataclasses.replace(speech.features, window_step=step)
         speech = dataclasses.replace(speech, features=features)
-    if int8:
+    if int8 and not exported:
         from glassformer.models.int8 import quantize_speech_decoder
 
         quantize_speech_decoder(speech.model)
     return speech
+
+
+def engine(speech: SpeechModel):  # noqa: ANN201
+    """The transcription path for a loaded model: inference.transcribe_many on torch, or
+    onnx_runtime.transcribe_many for a model `glassformer export` wrote (no torch)."""
+    from glassformer.tasks.speech.onnx_runtime import OnnxNetwork
+
+    if isinstance(speech.model, OnnxNetwork):
+        from glassformer.tasks.speech.onnx_runtime import transcribe_many
+    else:
+        from glassformer.tasks.speech.inference import transcribe_many
+    return transcribe_many

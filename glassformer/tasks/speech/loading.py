@@ -20,10 +20,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from glassformer.audio.features import FeatureConfig
+from glassformer.audio.feature_config import FeatureConfig
 from glassformer.configs import config_from_dict
 from glassformer.errors import CheckpointError, GlassformerError
-from glassformer.tasks.common import load_task_parts, special_ids
 from glassformer.tasks.speech.config import GRAMMAR_FILE, MULTILINGUAL_MODEL, ListenerConfig
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel
 from glassformer.tokenizer.base import Tokenizer
@@ -124,8 +123,9 @@ def load_speech_model(
     widen: bool = True,
 ) -> SpeechModel:
     """A speech run or checkpoint directory, or a Whisper (an installed pretrained name, a
-    CTranslate2 or Hugging Face directory, an OpenAI .pt file: convert/whisper_sources.py)
-    -> the model, its tokenizer, features, decoding rules and grammar.
+    CTranslate2 or Hugging Face directory, an OpenAI .pt file: convert/whisper_sources.py;
+    or exported for onnxruntime by `glassformer export`: onnx_runtime.py) -> the model, its
+    tokenizer, features, decoding rules and grammar.
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
     none). A checkpoint's "decoding" table comes from its importer; a model trained here
@@ -133,14 +133,19 @@ def load_speech_model(
     weights as stored, for a caller that quantizes them next (listener.load); a checkpoint
     of ours is float32 anyway.
     """
+    from glassformer.tasks.speech.onnx_runtime import is_exported, load_exported
+
+    if is_exported(source):  # `glassformer export`'s folder: onnxruntime, and no torch
+        return use_grammar(load_exported(source, device), grammar)
+
     from glassformer.convert.whisper_sources import is_pretrained_source
+    from glassformer.tasks.common import load_task_parts
     from glassformer.tasks.speech.pretrained import load_pretrained
     from glassformer.tasks.speech.vocabulary import read_vocabulary
 
     if is_pretrained_source(source) or not Path(source).exists():
         speech = load_pretrained(source, device, widen)  # an unknown name: one line listing ours
         return use_grammar(speech, grammar)
-
     model, tokenizers, directory, header = load_task_parts(source, "speech", device)
     where = directory / "config.json"
     if not isinstance(header.get("features"), dict):
@@ -175,5 +180,7 @@ def use_grammar(speech: SpeechModel, grammar: CommandGrammar | None) -> SpeechMo
 
 def default_decoding(tokenizer: Tokenizer) -> dict:
     """A model trained here: start from <bos>, end with <eos>, never write <pad> or <bos>."""
+    from glassformer.tasks.common import special_ids
+
     pad, bos, eos = special_ids(tokenizer)
     return {"prompt": [bos], "eos": eos, "suppress": [pad, bos], "word_prefix": ""}

@@ -16,12 +16,15 @@ network (loading.use_grammar). Not here: loading (loading.py, pretrained.py), de
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from glassformer.audio.features import FeatureConfig
 from glassformer.errors import CheckpointError
-from glassformer.models.speech import SpeechTransformer
-from glassformer.tokenizer.base import Tokenizer
-from glassformer.voice.commands import CommandGrammar
+
+if TYPE_CHECKING:  # a SpeechModel may also hold an exported network (onnx_runtime.py): no torch
+    from glassformer.audio.feature_config import FeatureConfig
+    from glassformer.models.speech import SpeechTransformer
+    from glassformer.tokenizer.base import Tokenizer
+    from glassformer.voice.commands import CommandGrammar
 
 DEFAULT_REJECT_BELOW = 0.3  # a model trained here: constrained results below are rejected
 
@@ -100,7 +103,7 @@ class VocabularyReading:
 class SpeechModel:
     """A loaded speech model: shared, never changed after loading."""
 
-    model: SpeechTransformer
+    model: SpeechTransformer  # or, run without torch, onnx_runtime.OnnxNetwork
     tokenizer: Tokenizer
     features: FeatureConfig
     rules: DecodingRules

@@ -12,7 +12,7 @@ import numpy as np
 
 from glassformer.audio.endpoint import SAMPLE_RATE
 from glassformer.errors import GlassformerError
-from glassformer.tasks.speech.search import Transcript
+from glassformer.tasks.speech.transcript import Transcript
 
 MAX_FRAME_SECONDS = 60.0  # a larger frame passed to process() is refused as not a stream's
 MAX_FLOAT_SAMPLE = 4.0  # full scale is 1; resampling overshoots a little, 3e29 is no audio

@@ -13,9 +13,7 @@ features and the encoder (tasks/speech/inference.py), the grammar's token rules
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
-from itertools import takewhile
+from dataclasses import replace
 
 import torch
 
@@ -24,23 +22,14 @@ from glassformer.layers.kv_cache import KVCache
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
+from glassformer.tasks.speech.transcript import (
+    Transcript,
+    is_command_heard,
+    scored,
+    words_before_closers,
+    written_words,
+)
 from glassformer.tasks.speech.vocabulary import grammar_constraint, start_rule
-from glassformer.voice.expressions import normalize
-
-# how alike a doubtful command and its free words must be (is_command_heard), chosen on
-# bench_rejection's decodes (docs/benchmarks.md, "Rejection"): speech that was no command of
-# an English grammar agreed at most 0.26 with its command, right commands in seven languages
-# at least 0.29
-MIN_AGREEMENT = 0.28
-
-
-@dataclass(frozen=True)
-class Transcript:
-    text: str  # the words written by the model (normalized)
-    intent: str | None  # None: the words are not a command of the grammar (rejected)
-    slots: dict[str, str] = field(default_factory=dict)
-    confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
-    end_probability: float = 0.0  # after the last word: p(the end, or a period then the end)
 
 
 def decode_clips(
@@ -138,44 +127,6 @@ def checked_against_free_text(
     return checked
 
 
-def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:
-    """Whether a doubtful command stands against the free words the model heard: nearly as
-    likely per token (at least `reject_ratio` of theirs), and written with characters alike
-    (agreement at least MIN_AGREEMENT, where the two can be compared).
-
-    The second test catches what the first lets through: noise, or one short word, freely
-    heard as "and" or "nine" at a low probability that a five-word grammar sentence matches
-    per token (docs/benchmarks.md, issue 28).
-    """
-    if command.intent is None or command.confidence < reject_ratio * words.confidence:
-        return False
-    shared = agreement(command.text, words.text)
-    return shared is None or shared >= MIN_AGREEMENT
-
-
-def agreement(command: str, heard: str) -> float | None:
-    """How alike the command's text and the free words are: 1 - their character edit distance
-    (jiwer's alignment) over the longer one's length, each as a grammar reads words
-    (voice/expressions.normalize: case and punctuation aside). Over the
-    longer, not the command's: free words of a badly heard language run longer than the
-    command they are, and that alone is no disagreement. None where characters cannot tell:
-    the free words write a number in digits that the command spells out.
-
-    Example: ("i'd like a mocha", "and") -> 0.06; ("give me a drip coffee", "Give me a rip,
-    coffee") -> 0.95; ("friday at five p m", "Friday at 5 p.m.") -> None
-    """
-    import jiwer
-
-    said, free = normalize(command), normalize(heard)
-    if not said or (any(c.isdigit() for c in free) and not any(c.isdigit() for c in said)):
-        return None
-    if not free:
-        return 0.0
-    edits = jiwer.process_characters(said, free)
-    distance = edits.substitutions + edits.deletions + edits.insertions
-    return 1.0 - distance / max(len(said), len(free))
-
-
 def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201
     """A `restrict` hook: `then` (if any), and each clip's beams end once they have written
     its limit of tokens (only the end is allowed then)."""
@@ -222,63 +173,22 @@ def read_clip(
     limit: int,
     known: KVCache | None = None,
 ) -> Transcript:
-    """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence.
+    """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence
+    (transcript.written_words, then scored by teacher forcing and transcript.scored).
     `found` is False when the search ended no hypothesis (the grammar let none end in time).
-    `known`: what the search computed already for this clip (prefix_cache). Free text that
-    ran to its `limit` of tokens repeating itself is cut to one copy (cut_repetition).
+    `known`: what the search computed already for this clip (prefix_cache).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
     """
     eos, start = speech.rules.eos, len(speech.start)
-    chosen = strip(best, start, eos)
-    text = speech.tokenizer.decode(chosen)
-    if not options.constrain and len(chosen) >= limit:
-        kept = cut_repetition(text)
-        if kept != " ".join(text.split()):  # the model looped: score the words it meant
-            text, chosen = kept, speech.tokenizer.encode(speech.rules.word_prefix + kept)
-    command = speech.grammar.parse(text) if speech.grammar is not None and found else None
+    chosen, text, command = written_words(speech, best, found, options, limit)
     tokens = [*speech.start, *chosen, eos]
     log_probs = token_log_probs(speech.model, memory, tokens, start, known)
     picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
-    confidence = math.exp(picked.mean().item())
-    closers = speech.reading.closers
-    words = len(chosen) - sum(1 for _ in takewhile(closers.__contains__, reversed(chosen)))
-    ends = [eos, *closers]  # after the last word: the end, or a final period then the end
-    end_probability = log_probs[words, ends].exp().sum().item()
-    if options.constrain and confidence < options.reject_below:
-        command = None  # the closest grammar sentence is too unlikely: a rejection
-    if command is None:
-        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
-    return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
-
-
-def cut_repetition(text: str, repeats: int = 3) -> str:
-    """Text whose end repeats one word or phrase at least `repeats` times, cut to its first
-    copy: what free decoding writes when it loops until the token limit on a short or
-    unclear clip (Whisper's known failure; OpenAI's decoder resamples at a higher
-    temperature when the text compresses too well, this keeps the deterministic beam's words
-    before the loop). Words compare without case and punctuation; other text is returned
-    with its spaces normalized.
-
-    Example: "0 0 0 0 0 0" -> "0"; "Seven. Seven. Seven. Seven" -> "Seven."
-    """
-    words = text.split()
-    keys = [w.strip(".,!?;:").lower() for w in words]
-    n = len(keys)
-    for unit in range(1, n // repeats + 1):
-        start = n - unit  # keys[start:] repeats with period `unit`; extend it back
-        while start > 0 and keys[start - 1] == keys[start - 1 + unit]:
-            start -= 1
-        if n - start >= repeats * unit:
-            return " ".join(words[: start + unit])
-    return " ".join(words)
-
-
-def strip(tokens: list[int], start: int, eos: int) -> list[int]:
-    """The written tokens: after the prompt, up to (not including) the first <eos>."""
-    tokens = tokens[start:]
-    return tokens[: tokens.index(eos)] if eos in tokens else tokens
+    ends = [eos, *speech.reading.closers]  # after the last word: the end, or a period, the end
+    end_probability = log_probs[words_before_closers(speech, chosen), ends].exp().sum().item()
+    return scored(text, command, picked[:, 0].tolist(), end_probability, options)
 
 
 def token_log_probs(

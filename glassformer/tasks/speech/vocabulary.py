@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import regex
-import torch
 
 from glassformer.decoding.constraints import TextConstraint
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel, VocabularyReading
-from glassformer.tokenizer.base import Tokenizer
+
+if TYPE_CHECKING:
+    import torch
+
+    from glassformer.tokenizer.base import Tokenizer
 
 CLOSER_TEXT = re.compile(r"[.!?]+")  # a final period (or !, ?): ends a sentence, adds no words
 WORD_CASE = regex.compile(r" \p{Lu}[\p{Ll}\p{M}']*|\p{Lu}[\p{Ll}\p{M}']+")  # " One", "Öl": a

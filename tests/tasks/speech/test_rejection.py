@@ -6,7 +6,7 @@ coffee grammar. Under the old rule alone (a confidence floor of 0.01) Whisper ac
 them as a coffee order, at confidences of 0.027 to 0.044; their free transcripts fit the audio
 more than ten times better per token, which is what the rule now asks. Cafe noise alone
 passed that test ("i'd like a mocha" at 0.03 against a free "and" at 0.08): a doubtful command
-must also be written much like the free words (search.agreement).
+must also be written much like the free words (transcript.agreement).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import glassformer.tasks.speech.search as search
+import glassformer.tasks.speech.transcript as transcript
 from glassformer.audio.io import load_audio
 from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.listener import Listener
-from glassformer.tasks.speech.search import agreement
+from glassformer.tasks.speech.transcript import agreement
 from tests.installed import needs_whisper
 from tests.serve.conftest import real_clip
 
@@ -87,7 +87,7 @@ def test_noise_alone_is_rejected_though_its_free_words_are_as_unlikely(
     result = listener.understand(waveform)
     assert not result.accepted and result.slots == {}, result
     assert not listener.grammar.accepts(result.text.lower().strip(" .,!")), result
-    monkeypatch.setattr(search, "MIN_AGREEMENT", 0.0)  # the probability ratio alone
+    monkeypatch.setattr(transcript, "MIN_AGREEMENT", 0.0)  # the probability ratio alone
     taken = listener.understand(waveform)
     assert taken.intent == "orderDrink", taken  # took the babble for an order
 

@@ -257,7 +257,7 @@ def test_confidence_from_what_the_search_computed_equals_scoring_from_scratch(
     ],
 )
 def test_a_loop_is_cut_to_its_first_copy(text: str, kept: str) -> None:
-    from glassformer.tasks.speech.search import cut_repetition
+    from glassformer.tasks.speech.transcript import cut_repetition
 
     assert cut_repetition(text) == kept
 

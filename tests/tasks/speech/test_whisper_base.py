@@ -42,7 +42,7 @@ def test_greedy_tokens_equal_ctranslate2(clips: list[Path], tmp_path: Path) -> N
     from glassformer.decoding.search import beam_search
     from glassformer.tasks.speech.clips import clip_features
     from glassformer.tasks.speech.loading import load_speech_model
-    from glassformer.tasks.speech.search import strip
+    from glassformer.tasks.speech.transcript import strip
     from glassformer.tasks.speech.vocabulary import start_rule
 
     joined = joined_model(tmp_path)

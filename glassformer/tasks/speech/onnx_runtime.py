@@ -1,0 +1,388 @@
+"""A Whisper exported by `glassformer export`, run by onnxruntime and numpy: no torch at all.
+
+    is_exported(path)                    a folder onnx_export.py wrote?
+    load_exported(folder)                -> a SpeechModel whose `model` is an OnnxNetwork
+    transcribe_many(speech, clips, opts) -> a Transcript per clip, as inference.py's
+
+Made for a small board: torch alone is 220 MB of a `transcribe` process, and a Raspberry Pi or
+a Home Assistant Green has 1-4 GB for everything (docs/benchmarks.md, "Without torch"). The
+path is the same as on torch, step for step, and tested equal to it on real commands
+(tests/tasks/speech/test_onnx_runtime.py):
+
+    audio -> clips.clip_audio (silence trimmed)  -> log_mel (numpy: Whisper's log-mel)
+          -> encoder graph (the cross-attention keys and values, once per clip)
+          -> beam_search (numpy: the prompt prefilled once, K beams, the same rules as
+             decoding/search.beam_search and the grammar's TextConstraint.allowed)
+          -> transcript.written_words / scored (the same reading, confidence, rejection)
+          -> a doubtful command checked against a free decode (transcript.is_command_heard)
+
+One difference in how the work is done, not in what it computes: the confidence's
+log-probabilities are kept while searching (each beam carries the log-probability of every
+token it wrote, from the unrestricted distribution, and the end's probability after each),
+so the best hypothesis is never decoded a second time, as search.read_clip does by teacher
+forcing. Free text cut after a loop (transcript.cut_repetition) is scored by feeding the
+words it meant, one token a call.
+
+The exported files are trusted no more than any other input: the manifest is JSON read within
+its size, the tokenizer is our own format, the features' matrices are safetensors, and the
+graphs are run by onnxruntime (no pickle anywhere).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from glassformer.audio.feature_config import HOP_LENGTH, N_FFT, WHISPER_DYNAMIC_RANGE, FeatureConfig
+from glassformer.audio.io import SAMPLE_RATE
+from glassformer.errors import CheckpointError, GlassformerError
+from glassformer.tasks.speech.clips import clip_audio, most_tokens
+from glassformer.tasks.speech.model import DecodingRules, SpeechModel
+from glassformer.tasks.speech.options import SpeechOptions
+from glassformer.tasks.speech.transcript import (
+    Transcript,
+    is_command_heard,
+    scored,
+    words_before_closers,
+    written_words,
+)
+
+FORMAT = "glassformer-speech-onnx"  # what onnx_export.py writes, and its version
+FORMAT_VERSION = 1
+MANIFEST = "model.json"
+PRECISIONS = ("float32", "int8")  # an export's: int8 quantizes the linear layers' weights
+MAX_MANIFEST_BYTES = 1 << 20  # the manifest: sizes and the decoding rules' token lists
+LENGTH_PENALTY = 0.6  # decoding/search.beam_search's default, which search.py uses
+FIRST_RANKED = 256  # decoding/constraints.FIRST_RANKED: candidates ranked at once per beam
+
+
+def is_exported(path: str | Path) -> bool:
+    """Whether `path` is a folder `glassformer export` wrote (its manifest names the format)."""
+    manifest = Path(path) / MANIFEST
+    if not manifest.is_file():
+        return False
+    from glassformer.textfiles import read_json
+
+    try:
+        return read_json(manifest, MAX_MANIFEST_BYTES).get("format") == FORMAT
+    except (GlassformerError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True)
+class NetworkSizes:
+    """What of a SpeechTransformer's config the transcription path reads (clips.most_tokens)."""
+
+    max_tgt_len: int
+    tgt_vocab_size: int
+    n_decoder_layers: int
+
+
+class OnnxNetwork:
+    """The exported encoder and decoder, in onnxruntime sessions, and the features' matrices
+    (MelFeatures): a SpeechModel's `model`.
+
+    Threads: OMP_NUM_THREADS if set (as torch reads it), else onnxruntime's choice (the
+    machine's cores). The memory arena is off and large blocks are mapped on their own
+    (malloc.map_large_blocks): what a board holds between commands is the weights, not what
+    the longest clip's activations left behind (measured: 150 -> 80 MB resident after 8).
+    """
+
+    def __init__(self, folder: Path, manifest: dict) -> None:
+        import onnxruntime as ort
+
+        from glassformer.malloc import map_large_blocks
+
+        map_large_blocks()  # an encoder pass's activations go back to the system after it
+        options = ort.SessionOptions()
+        options.enable_cpu_mem_arena = False
+        options.log_severity_level = 3
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit() and int(threads) > 0:
+            options.intra_op_num_threads = int(threads)
+            options.inter_op_num_threads = 1
+        cpu = ["CPUExecutionProvider"]
+        self.encoder = ort.InferenceSession(str(folder / "encoder.onnx"), options, providers=cpu)
+        self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), options, providers=cpu)
+        self.precision = str(manifest["precision"])
+        self.parameter_count = int(manifest["parameters"])  # our module's, before export
+        self.max_frames = int(manifest["max_frames"])
+        layers = int(manifest["decoder_layers"])
+        self.config = NetworkSizes(
+            int(manifest["max_tgt_len"]), int(manifest["vocab_size"]), layers
+        )
+        self.empty_past = np.zeros(
+            (1, int(manifest["heads"]), 0, int(manifest["head_width"])), np.float32
+        )
+        self.mel = MelFeatures(folder / "features.safetensors", int(manifest["n_mels"]))
+        self.past_names = [f"past_{n}_{x}" for n in range(layers) for x in "kv"]
+        self.cross_names = [f"cross_{n}_{x}" for n in range(layers) for x in "kv"]
+
+    def encode(self, features: np.ndarray) -> list[np.ndarray]:
+        """Shapes: features (M, N) -> each decoder layer's cross keys, values: (1, H, S, Dh)"""
+        return self.encoder.run(None, {"features": features[None]})
+
+    def decode(
+        self, tokens: np.ndarray, past: list[np.ndarray], cross: list[np.ndarray]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """New tokens after `past` -> the last position's logits and the grown past.
+
+        Shapes:
+            tokens: (R, T) int64   past: (R, H, t, Dh) each   returns: (R, V), (R, H, t + T, Dh)
+        """
+        feed = {"tokens": tokens, **dict(zip(self.past_names, past, strict=True))}
+        feed.update(zip(self.cross_names, cross, strict=True))
+        logits, *grown = self.decoder.run(None, feed)
+        return logits, grown
+
+    def start_past(self) -> list[np.ndarray]:
+        """The past of a decode that starts from nothing: (1, H, 0, Dh) per key and value."""
+        return [self.empty_past] * len(self.past_names)
+
+
+def load_exported(folder: str | Path, device: str = "cpu") -> SpeechModel:
+    """An exported folder -> a SpeechModel on onnxruntime, with no grammar (use_grammar).
+
+    Raises:
+        CheckpointError: a manifest of another format or version, or a field missing.
+        GlassformerError: a device other than the CPU.
+    """
+    from glassformer.tasks.speech.vocabulary import read_vocabulary
+    from glassformer.textfiles import read_json
+    from glassformer.tokenizer.io import load_tokenizer
+
+    folder = Path(folder)
+    if device != "cpu":
+        raise GlassformerError(f"{folder}: an exported model runs on the CPU only, not {device}")
+    manifest = read_json(folder / MANIFEST, MAX_MANIFEST_BYTES)
+    if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
+        raise CheckpointError(f"{folder / MANIFEST}: not a version-1 {FORMAT} manifest")
+    try:
+        network = OnnxNetwork(folder, manifest)
+        rules = DecodingRules.from_json(manifest["decoding"], str(folder / MANIFEST))
+        n_mels = int(manifest["n_mels"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{folder / MANIFEST}: {error!r}") from None
+    tokenizer = load_tokenizer(folder / "tokenizer.json")
+    reading = read_vocabulary(tokenizer, rules, network.config.tgt_vocab_size)
+    features = FeatureConfig.whisper(n_mels)
+    return SpeechModel(network, tokenizer, features, rules, reading)
+
+
+class MelFeatures:
+    """Whisper's log-mel in numpy (audio/features.whisper_log_mel's values): the exported
+    Hann window and filterbank, the frames' FFT, log10, a floor 8 below the clip's peak."""
+
+    def __init__(self, path: Path, n_mels: int) -> None:
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(path))
+        self.window = tensors["window"].astype(np.float32)  # (n_fft,)
+        self.filters = tensors["mel_filters"].astype(np.float32)  # (M, n_fft // 2 + 1)
+        if self.window.shape != (N_FFT,) or self.filters.shape != (n_mels, N_FFT // 2 + 1):
+            raise CheckpointError(f"{path}: a window and filterbank of the wrong shapes")
+
+    def __call__(self, audio: np.ndarray, config: FeatureConfig) -> np.ndarray:
+        """Shapes: audio (L,) float32 -> (M, N): padded as the config says, N = L' // hop"""
+        from glassformer.audio.feature_config import padded_length
+
+        missing = padded_length(config, len(audio)) - len(audio)
+        audio = np.pad(audio.astype(np.float32), (0, max(0, missing)))
+        padded = np.pad(audio, N_FFT // 2, mode="reflect")  # centred frames, mirrored ends
+        frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:-1]
+        spectrum = np.fft.rfft(frames * self.window, axis=-1)  # (N, F)
+        power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)
+        log_spec = np.log10(np.maximum(self.filters @ power.T, 1e-10))  # (M, N)
+        log_spec = np.maximum(log_spec, log_spec.max() - WHISPER_DYNAMIC_RANGE)
+        return ((log_spec + 4.0) / 4.0).astype(np.float32)
+
+
+def transcribe_many(
+    speech: SpeechModel, waveforms: list[np.ndarray], options: SpeechOptions
+) -> list[Transcript]:
+    """inference.transcribe_many on onnxruntime: each clip alone (a board serves one voice)."""
+    if options.constrain and speech.grammar is None:
+        raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
+    return [transcribe_clip(speech, w, options) for w in waveforms]
+
+
+def transcribe_clip(
+    speech: SpeechModel, waveform: np.ndarray, options: SpeechOptions
+) -> Transcript:
+    network: OnnxNetwork = speech.model
+    heard = clip_audio(speech, waveform)
+    features = network.mel(heard, speech.features)[:, : network.max_frames]
+    cross = network.encode(features)
+    limit = most_tokens(speech, len(heard) / SAMPLE_RATE)
+    command = decode_clip(speech, cross, options, limit)
+    if not options.constrain or (command.intent and command.confidence >= options.reject_ratio):
+        return command
+    # doubtful: what does the model write without the grammar? (search.checked_against_free_text)
+    free = dataclasses.replace(options, constrain=False, beam_size=1)
+    words = decode_clip(speech, cross, free, limit)
+    if is_command_heard(command, words, options.reject_ratio):
+        return command
+    return Transcript(words.text, None, {}, command.confidence, command.end_probability)
+
+
+def decode_clip(
+    speech: SpeechModel, cross: list[np.ndarray], options: SpeechOptions, limit: int
+) -> Transcript:
+    """One clip's beam search and the reading of its best hypothesis (search.decode_clips
+    and search.read_clip for one clip)."""
+    from glassformer.tasks.speech.vocabulary import grammar_constraint
+
+    grammar = grammar_constraint(speech, options.beam_size) if options.constrain else None
+    found = beam_search(speech, cross, options.beam_size, limit, grammar)
+    chosen, text, command = written_words(speech, found.best, found.ended, options, limit)
+    start = len(speech.start)
+    picked, ends = found.picked, found.ends
+    if chosen != found.best[start : start + len(chosen)]:  # cut after a loop: other tokens
+        picked, ends = teacher_forced(speech, cross, chosen)
+    n = len(chosen) + 1  # the written tokens, then the end
+    end_probability = float(ends[words_before_closers(speech, chosen)])
+    return scored(text, command, [float(x) for x in picked[:n]], end_probability, options)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's best hypothesis: its tokens (prompt, written, <eos> padding), whether it
+    ended, and per written position the unrestricted log-probability of its token and the
+    probability of the end (<eos> or a closer) there."""
+
+    best: list[int]
+    ended: bool
+    picked: np.ndarray  # (T',)
+    ends: np.ndarray  # (T',)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Shapes: (R, V) -> (R, V); rows of -inf only stay -inf."""
+    peak = logits.max(axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    shifted = logits - peak
+    with np.errstate(divide="ignore"):
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def end_probabilities(raw: np.ndarray, ends: list[int]) -> np.ndarray:
+    """Shapes: raw log-probabilities (R, V) -> (R,): p(<eos>) + p(each closer)"""
+    return np.exp(raw[:, ends]).sum(axis=-1)
+
+
+def beam_search(
+    speech: SpeechModel,
+    cross: list[np.ndarray],
+    beam_size: int,
+    limit: int,
+    grammar,  # noqa: ANN001  (a TextConstraint, or None: free text)
+) -> Found:
+    """decoding/search.beam_search for one clip, with search.py's restrictions (at_most,
+    vocabulary.start_rule, the grammar), on numpy arrays: the prompt runs once, then K beams
+    each take one token a step; a beam with nothing allowed dies; the end compares
+    score / ((5 + length) / 6) ** 0.6. Returns the best hypothesis and its log-probabilities.
+    """
+    network: OnnxNetwork = speech.model
+    rules, start, K = speech.rules, speech.start, beam_size
+    eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
+    logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
+    logits, past = np.repeat(logits, K, axis=0), [np.repeat(p, K, axis=0) for p in past]
+    tokens = np.repeat(np.array([start], np.int64), K, axis=0)  # (K, T0)
+    scores = np.full(K, -np.inf)
+    scores[0] = 0.0  # all beams start identical: expand only the first
+    finished, lengths = np.zeros(K, bool), np.zeros(K)
+    picked, ends = np.zeros((K, 0)), np.zeros((K, 0))  # per beam, per written position
+    suppress, at_start = list(rules.suppress), list(rules.suppress_at_start)
+    for step in range(limit):
+        raw = log_softmax(logits.astype(np.float64))  # what the confidence reads
+        logits = logits.astype(np.float64)
+        logits[:, suppress] = -np.inf
+        log_probs = log_softmax(logits)
+        if step == 0 and at_start:
+            log_probs[:, at_start] = -np.inf
+        if grammar is not None:
+            log_probs = restricted(grammar, tokens, log_probs, eos, len(start))
+        log_probs[finished] = -np.inf  # a finished hypothesis extends with eos, at no cost
+        log_probs[finished, eos] = 0.0
+        V = log_probs.shape[-1]
+        candidates = (scores[:, None] + log_probs).reshape(-1)  # (K*V,)
+        top = np.argpartition(-candidates, K - 1)[:K] if candidates.size > K else np.arange(K)
+        top = top[np.argsort(-candidates[top], kind="stable")]  # best first
+        beam, next_tokens = top // V, top % V
+        scores = candidates[top]
+        picked = np.concatenate([picked[beam], raw[beam, next_tokens][:, None]], axis=1)
+        ends = np.concatenate([ends[beam], end_probabilities(raw[beam], ends_at)[:, None]], 1)
+        past = [p[beam] for p in past]
+        tokens = np.concatenate([tokens[beam], next_tokens[:, None]], axis=1)
+        lengths = lengths[beam] + ~finished[beam]
+        finished = finished[beam] | (next_tokens == eos) | (scores == -np.inf)
+        if finished.all():
+            break
+        logits, past = network.decode(next_tokens[:, None], past, cross)
+    else:  # the limit cut the search: the end's probability after the last token, too
+        raw = log_softmax(logits.astype(np.float64))  # the last step fed its tokens already
+        picked = np.concatenate([picked, raw[:, eos][:, None]], axis=1)
+        ends = np.concatenate([ends, end_probabilities(raw, ends_at)[:, None]], axis=1)
+    normalized = scores / ((5.0 + lengths) / 6.0) ** LENGTH_PENALTY
+    best = int(np.argsort(-normalized, kind="stable")[0])
+    return Found(tokens[best].tolist(), bool(scores[best] > -np.inf), picked[best], ends[best])
+
+
+def restricted(grammar, tokens: np.ndarray, log_probs: np.ndarray, eos: int, start: int):  # noqa: ANN001, ANN201
+    """TextConstraint.__call__ on numpy arrays: each unfinished beam keeps only the tokens
+    the grammar allows (grammar.allowed, tried from the most likely down).
+
+    Shapes:
+        tokens: (K, T)   log_probs: (K, V) -> (K, V), the rest at -inf
+    """
+    out = np.full_like(log_probs, -np.inf)
+    for n, row in enumerate(tokens.tolist()):
+        if eos in row[start:]:
+            out[n] = log_probs[n]
+            continue
+        allowed = grammar.allowed(grammar.text(row), best_first(log_probs[n]))
+        out[n, allowed] = log_probs[n, allowed]
+    return out
+
+
+def best_first(scores: np.ndarray):  # noqa: ANN201
+    """Token ids from the most likely down, never an impossible one (constraints.best_first):
+    the FIRST_RANKED best at once, the whole vocabulary sorted only if asked for more."""
+    first = min(FIRST_RANKED, scores.size)
+    top = np.argpartition(-scores, first - 1)[:first]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    for token in top.tolist():
+        if scores[token] == -np.inf:
+            return
+        yield token
+    if first == scores.size:
+        return
+    seen = set(top.tolist())
+    for token in np.argsort(-scores, kind="stable").tolist():
+        if scores[token] == -np.inf:
+            return
+        if token not in seen:
+            yield token
+
+
+def teacher_forced(
+    speech: SpeechModel, cross: list[np.ndarray], chosen: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The log-probability of each of `chosen` then <eos>, and the end's probability at each
+    position, fed one token a call after the prompt (the graph returns the last position's
+    logits only). For free text cut after a loop: a few tokens."""
+    network: OnnxNetwork = speech.model
+    eos, ends_at = speech.rules.eos, [speech.rules.eos, *speech.reading.closers]
+    logits, past = network.decode(np.array([speech.start], np.int64), network.start_past(), cross)
+    picked, ends = [], []
+    for token in [*chosen, eos]:
+        raw = log_softmax(logits.astype(np.float64))
+        picked.append(raw[0, token])
+        ends.append(end_probabilities(raw, ends_at)[0])
+        if token != eos:
+            logits, past = network.decode(np.array([[token]], np.int64), past, cross)
+    return np.array(picked), np.array(ends)

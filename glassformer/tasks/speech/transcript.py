@@ -1,0 +1,150 @@
+"""A clip's transcript: how a search's best tokens are read, scored and judged, with no torch.
+
+    Transcript                           text, intent and slots (None: rejected), confidence
+    written_words(speech, best, ...)     the best tokens as words, and the grammar's reading
+    scored(text, command, picked, ...)   the confidence and the rejection below reject_below
+    is_command_heard(command, words)     whether a doubtful command stands against the free
+                                         words the model heard (agreement)
+    cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
+
+Shared by the search on torch (search.py) and the one on onnxruntime (onnx_runtime.py): each
+computes the log-probabilities its own way, and both read them here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import takewhile
+from typing import TYPE_CHECKING
+
+from glassformer.voice.expressions import normalize
+
+if TYPE_CHECKING:
+    from glassformer.tasks.speech.model import SpeechModel
+    from glassformer.tasks.speech.options import SpeechOptions
+    from glassformer.voice.commands import Command
+
+# how alike a doubtful command and its free words must be (is_command_heard), chosen on
+# bench_rejection's decodes (docs/benchmarks.md, "Rejection"): speech that was no command of
+# an English grammar agreed at most 0.26 with its command, right commands in seven languages
+# at least 0.29
+MIN_AGREEMENT = 0.28
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str  # the words written by the model (normalized)
+    intent: str | None  # None: the words are not a command of the grammar (rejected)
+    slots: dict[str, str] = field(default_factory=dict)
+    confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
+    end_probability: float = 0.0  # after the last word: p(the end, or a period then the end)
+
+
+def written_words(
+    speech: SpeechModel, best: list[int], found: bool, options: SpeechOptions, limit: int
+) -> tuple[list[int], str, Command | None]:
+    """A hypothesis (prompt, written tokens, then <eos> padding) as its written tokens, their
+    text, and the grammar's reading of it (None: no command, or `found` False: the search
+    ended no hypothesis). Free text that ran to its `limit` of tokens repeating itself is cut
+    to one copy (cut_repetition), and its tokens are then those of the words it meant.
+    """
+    eos, start = speech.rules.eos, len(speech.start)
+    chosen = strip(best, start, eos)
+    text = speech.tokenizer.decode(chosen)
+    if not options.constrain and len(chosen) >= limit:
+        kept = cut_repetition(text)
+        if kept != " ".join(text.split()):  # the model looped: score the words it meant
+            text, chosen = kept, speech.tokenizer.encode(speech.rules.word_prefix + kept)
+    command = speech.grammar.parse(text) if speech.grammar is not None and found else None
+    return chosen, text, command
+
+
+def words_before_closers(speech: SpeechModel, chosen: list[int]) -> int:
+    """Where the end probability is read: after the last word, before a final period."""
+    closers = speech.reading.closers
+    return len(chosen) - sum(1 for _ in takewhile(closers.__contains__, reversed(chosen)))
+
+
+def scored(
+    text: str,
+    command: Command | None,
+    picked: list[float],
+    end_probability: float,
+    options: SpeechOptions,
+) -> Transcript:
+    """The Transcript of words whose tokens, then <eos>, had log-probabilities `picked`: a
+    confidence (their geometric mean), and a constrained command below options.reject_below
+    rejected (the closest grammar sentence is too unlikely)."""
+    confidence = math.exp(sum(picked) / len(picked))
+    if options.constrain and confidence < options.reject_below:
+        command = None
+    if command is None:
+        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
+    return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
+
+
+def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:
+    """Whether a doubtful command stands against the free words the model heard: nearly as
+    likely per token (at least `reject_ratio` of theirs), and written with characters alike
+    (agreement at least MIN_AGREEMENT, where the two can be compared).
+
+    The second test catches what the first lets through: noise, or one short word, freely
+    heard as "and" or "nine" at a low probability that a five-word grammar sentence matches
+    per token (docs/benchmarks.md, issue 28).
+    """
+    if command.intent is None or command.confidence < reject_ratio * words.confidence:
+        return False
+    shared = agreement(command.text, words.text)
+    return shared is None or shared >= MIN_AGREEMENT
+
+
+def agreement(command: str, heard: str) -> float | None:
+    """How alike the command's text and the free words are: 1 - their character edit distance
+    (jiwer's alignment) over the longer one's length, each as a grammar reads words
+    (voice/expressions.normalize: case and punctuation aside). Over the
+    longer, not the command's: free words of a badly heard language run longer than the
+    command they are, and that alone is no disagreement. None where characters cannot tell:
+    the free words write a number in digits that the command spells out.
+
+    Example: ("i'd like a mocha", "and") -> 0.06; ("give me a drip coffee", "Give me a rip,
+    coffee") -> 0.95; ("friday at five p m", "Friday at 5 p.m.") -> None
+    """
+    import jiwer
+
+    said, free = normalize(command), normalize(heard)
+    if not said or (any(c.isdigit() for c in free) and not any(c.isdigit() for c in said)):
+        return None
+    if not free:
+        return 0.0
+    edits = jiwer.process_characters(said, free)
+    distance = edits.substitutions + edits.deletions + edits.insertions
+    return 1.0 - distance / max(len(said), len(free))
+
+
+def cut_repetition(text: str, repeats: int = 3) -> str:
+    """Text whose end repeats one word or phrase at least `repeats` times, cut to its first
+    copy: what free decoding writes when it loops until the token limit on a short or
+    unclear clip (Whisper's known failure; OpenAI's decoder resamples at a higher
+    temperature when the text compresses too well, this keeps the deterministic beam's words
+    before the loop). Words compare without case and punctuation; other text is returned
+    with its spaces normalized.
+
+    Example: "0 0 0 0 0 0" -> "0"; "Seven. Seven. Seven. Seven" -> "Seven."
+    """
+    words = text.split()
+    keys = [w.strip(".,!?;:").lower() for w in words]
+    n = len(keys)
+    for unit in range(1, n // repeats + 1):
+        start = n - unit  # keys[start:] repeats with period `unit`; extend it back
+        while start > 0 and keys[start - 1] == keys[start - 1 + unit]:
+            start -= 1
+        if n - start >= repeats * unit:
+            return " ".join(words[: start + unit])
+    return " ".join(words)
+
+
+def strip(tokens: list[int], start: int, eos: int) -> list[int]:
+    """The written tokens: after the prompt, up to (not including) the first <eos>."""
+    tokens = tokens[start:]
+    return tokens[: tokens.index(eos)] if eos in tokens else tokens

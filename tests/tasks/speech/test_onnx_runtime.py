@@ -1,0 +1,198 @@
+"""`glassformer export` and the torch-free runtime (tasks/speech/onnx_export.py,
+onnx_runtime.py): Whisper tiny.en exported from our modules answers real recorded commands,
+non-commands and free speech exactly as our modules on torch do, in a process that never
+imports torch; int8 understands the same commands; bad input is one clear error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from glassformer.errors import GlassformerError
+from glassformer.tasks.speech.config import ListenerConfig
+from glassformer.tasks.speech.listener import Listener
+from tests.installed import HAS_ESPEAK, has_voice, import_or_missing, missing, needs, needs_whisper
+
+pytestmark = [needs_whisper, needs(has_voice(), "the recorded voice (asterisk-core-sounds)")]
+ROOT = Path(__file__).resolve().parents[3]
+APPOINTMENTS = ROOT / "glassformer" / "voice" / "grammars" / "appointments.yaml"
+NOT_COMMANDS = ["right", "turn on the kitchen light", "nine"]  # espeak-ng, none an appointment
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """whisper-tiny.en exported in float32: the runtime's arithmetic is then our modules'."""
+    import_or_missing("onnx")
+    from glassformer.tasks.speech.onnx_export import export_speech
+
+    return export_speech("whisper-tiny.en", tmp_path_factory.mktemp("onnx") / "tiny", "float32")
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str | None, np.ndarray]]:
+    """Six real recorded appointments (their text) and three spoken non-commands (None)."""
+    from glassformer.audio.io import load_audio
+    from glassformer.voice.grammar import Grammar
+    from glassformer.voice.recorded import find_voice, recorded_commands
+
+    commands = recorded_commands(Grammar.from_yaml(APPOINTMENTS), find_voice(), 6, seed=3)
+    found: list[tuple[str | None, np.ndarray]] = [(c.text, w) for c, w in commands]
+    if not HAS_ESPEAK:
+        missing("espeak-ng")
+    folder = tmp_path_factory.mktemp("said")
+    for n, words in enumerate(NOT_COMMANDS):
+        path = folder / f"{n}.wav"
+        subprocess.run(["espeak-ng", "-w", str(path), words], check=True)
+        found.append((None, load_audio(path)))
+    return found
+
+
+def understood(model: str | Path, clips, grammar: Path | None = APPOINTMENTS) -> list:  # noqa: ANN001
+    listener = Listener(
+        ListenerConfig(str(model), grammar=None if grammar is None else str(grammar))
+    )
+    return [listener.understand(waveform) for _, waveform in clips]
+
+
+def test_export_is_checked_and_recognized(exported: Path, tmp_path: Path) -> None:
+    from glassformer.tasks.speech.onnx_runtime import is_exported
+
+    manifest = json.loads((exported / "model.json").read_text())
+    assert manifest["precision"] == "float32" and manifest["largest_logit_difference"] < 1e-3
+    assert {p.name for p in exported.iterdir()} == {
+        "encoder.onnx", "decoder.onnx", "model.json", "tokenizer.json", "features.safetensors"
+    }  # fmt: skip
+    assert is_exported(exported) and not is_exported(tmp_path)
+    (tmp_path / "model.json").write_text('{"format": "something else"}')
+    assert not is_exported(tmp_path)
+
+
+def test_the_same_answers_as_our_modules_on_torch(exported: Path, clips) -> None:  # noqa: ANN001
+    ours, theirs = understood("whisper-tiny.en", clips), understood(exported, clips)
+    for (said, _), a, b in zip(clips, ours, theirs, strict=True):
+        assert (b.text, b.intent, b.slots, b.accepted) == (a.text, a.intent, a.slots, a.accepted)
+        assert b.confidence == pytest.approx(a.confidence, abs=1e-3), said
+        assert b.end_probability == pytest.approx(a.end_probability, abs=1e-3), said
+    right = sum(r.text == said for (said, _), r in zip(clips, theirs, strict=True) if said)
+    refused = sum(not r.accepted for (said, _), r in zip(clips, theirs, strict=True) if not said)
+    assert right >= 5 and refused >= 2  # both paths taken: commands, and free-text checks
+
+
+def test_free_text_the_same(exported: Path, clips) -> None:  # noqa: ANN001
+    ours, theirs = understood("whisper-tiny.en", clips, None), understood(exported, clips, None)
+    assert [r.text for r in theirs] == [r.text for r in ours]
+    for a, b in zip(ours, theirs, strict=True):
+        assert b.confidence == pytest.approx(a.confidence, abs=1e-3)
+
+
+def test_a_search_cut_by_its_token_limit(exported: Path, clips, monkeypatch) -> None:  # noqa: ANN001
+    """Three tokens at most: no hypothesis ends, and the end's probability after the last
+    token (which the search never fed) is computed the same way."""
+    from glassformer.tasks.speech import inference, onnx_runtime
+
+    for module in (inference, onnx_runtime):
+        monkeypatch.setattr(module, "most_tokens", lambda speech, seconds: 3)
+    few = clips[:2]
+    for grammar in (APPOINTMENTS, None):
+        ours, theirs = (
+            understood("whisper-tiny.en", few, grammar),
+            understood(exported, few, grammar),
+        )
+        for a, b in zip(ours, theirs, strict=True):
+            assert (b.text, b.intent) == (a.text, a.intent)
+            assert b.confidence == pytest.approx(a.confidence, abs=1e-3)
+
+
+def test_teacher_forcing_equals_what_the_search_kept(exported: Path, clips) -> None:  # noqa: ANN001
+    """The path for free text cut after a loop scores tokens one call at a time; it gives what
+    the search kept for the same tokens."""
+    from glassformer.tasks.speech.clips import clip_audio
+    from glassformer.tasks.speech.onnx_runtime import beam_search, teacher_forced
+
+    speech = Listener(ListenerConfig(str(exported))).speech
+    heard = clip_audio(speech, clips[0][1])
+    cross = speech.model.encode(speech.model.mel(heard, speech.features))
+    found = beam_search(speech, cross, 2, 30, None)
+    start, eos = len(speech.start), speech.rules.eos
+    chosen = found.best[start : found.best.index(eos, start)]
+    picked, ends = teacher_forced(speech, cross, chosen)
+    n = len(chosen) + 1
+    assert len(chosen) >= 3
+    np.testing.assert_allclose(picked, found.picked[:n], atol=1e-4)
+    np.testing.assert_allclose(ends, found.ends[:n], atol=1e-4)
+
+
+def test_features_equal_ours(exported: Path) -> None:
+    import torch
+
+    from glassformer.audio.features import FeatureConfig, compute_features
+    from glassformer.tasks.speech.onnx_runtime import MelFeatures
+
+    mel = MelFeatures(exported / "features.safetensors", 80)
+    rng = np.random.default_rng(0)
+    config = FeatureConfig.whisper()
+    for seconds in (2.3, 12.0):
+        audio = (0.1 * rng.standard_normal(int(seconds * 16_000))).astype(np.float32)
+        expected = compute_features(torch.from_numpy(audio), config).numpy()
+        np.testing.assert_allclose(mel(audio, config), expected, atol=1e-4)
+
+
+def test_transcribe_never_imports_torch(exported: Path, clips, tmp_path: Path) -> None:  # noqa: ANN001
+    said, waveform = clips[0]
+    path = tmp_path / "command.wav"
+    soundfile.write(path, waveform, 16_000, subtype="PCM_16")
+    script = (
+        "import sys\n"
+        "from glassformer.cli import main\n"
+        f"main(['transcribe', {str(exported)!r}, {str(path)!r}, '--grammar', "
+        f"{str(APPOINTMENTS)!r}, '--json'])\n"
+        "print('torch imported:', 'torch' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    results, imported = run.stdout.rsplit("torch imported:", 1)
+    assert json.loads(results)[0]["text"] == said
+    assert imported.strip() == "False"
+
+
+def test_int8_understands_the_same_commands(clips, tmp_path: Path) -> None:  # noqa: ANN001
+    import_or_missing("onnx")
+    from glassformer.tasks.speech.onnx_export import export_speech
+
+    out = export_speech("whisper-tiny.en", tmp_path / "int8")  # the default precision
+    assert json.loads((out / "model.json").read_text())["precision"] == "int8"
+    size = sum(p.stat().st_size for p in out.iterdir())
+    assert size < 100e6  # float32's graphs are 230 MB
+    ours, theirs = understood("whisper-tiny.en", clips), understood(out, clips)
+    assert [r.intent is not None for r in theirs] == [r.intent is not None for r in ours]
+    for (said, _), r in zip(clips, theirs, strict=True):
+        if said:
+            assert r.text == said
+
+
+def test_bad_input_is_one_clear_error(exported: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from glassformer.cli import main
+    from glassformer.tasks.speech.onnx_export import export_speech
+    from glassformer.tasks.speech.onnx_runtime import load_exported
+
+    with pytest.raises(GlassformerError, match="choose float32 or int8"):
+        export_speech("whisper-tiny.en", tmp_path / "x", "float16")
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(GlassformerError, match="not an exported model"):
+        export_speech("whisper-tiny.en", tmp_path / "mine")
+    assert main(["export", "whisper-tiny.en", "--out", str(tmp_path / "mine")]) == 2
+    error = capsys.readouterr().err
+    assert "not an exported model" in error and len(error.strip().splitlines()) == 1
+    with pytest.raises(GlassformerError, match="CPU only"):
+        load_exported(exported, "cuda")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "model.json").write_text('{"format": "glassformer-speech-onnx", "version": 9}')
+    with pytest.raises(GlassformerError, match="not a version-1"):
+        load_exported(broken)
