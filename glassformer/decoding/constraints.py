@@ -61,7 +61,10 @@ class TextConstraint:
         closers: Iterable[int] = (),
         next_characters: Callable[[str], Iterable[str] | None] | None = None,
     ) -> None:
-        self.token_bytes = [t.encode() if isinstance(t, str) else t for t in token_texts]
+        if set(map(type, token_texts)) == {bytes}:  # a VocabularyReading's: no copy (52k)
+            self.token_bytes = token_texts
+        else:
+            self.token_bytes = [t.encode() if isinstance(t, str) else t for t in token_texts]
         self.next_characters = next_characters
         self.can_continue = can_continue
         self.accepts = accepts

@@ -261,17 +261,35 @@ class Found:
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Shapes: (R, V) -> (R, V); rows of -inf only stay -inf."""
+    """Shapes: (R, V) -> (R, V)"""
     peak = logits.max(axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    shifted = logits - peak
-    with np.errstate(divide="ignore"):
-        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
 
 
-def end_probabilities(raw: np.ndarray, ends: list[int]) -> np.ndarray:
-    """Shapes: raw log-probabilities (R, V) -> (R,): p(<eos>) + p(each closer)"""
-    return np.exp(raw[:, ends]).sum(axis=-1)
+def search_scores(logits: np.ndarray, suppress: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's log-normalizer over the whole vocabulary (what the confidence reads: a
+    token's log-probability is its logit minus it), and the search's log-probabilities:
+    the suppressed tokens at -inf, the rest renormalized without them, as search.py's
+    suppress_tokens then log_softmax. One pass of exp over the logits: the suppressed share
+    is taken out of the whole normalizer, except in a row where it is most of it (there,
+    that row is renormalized exactly).
+
+    Shapes:
+        logits: (R, V) float32   returns: (R, 1), (R, V)
+    """
+    peak = logits.max(axis=-1, keepdims=True)
+    total = peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True))  # (R, 1)
+    share = np.exp(logits[:, suppress] - total).sum(axis=-1, keepdims=True)  # (R, 1)
+    search = logits - (total + np.log1p(-np.minimum(share, 0.5)))
+    search[:, suppress] = -np.inf
+    for row in np.flatnonzero(share[:, 0] > 0.5):
+        search[row] = log_softmax(search[row : row + 1] + 0.0)[0]  # renormalized exactly
+    return total, search
+
+
+def end_probabilities(logits: np.ndarray, total: np.ndarray, ends: list[int]) -> np.ndarray:
+    """Shapes: logits (R, V), their log-normalizers (R, 1) -> (R,): p(<eos>) + p(closers)"""
+    return np.exp(logits[:, ends] - total).sum(axis=-1)
 
 
 def beam_search(
@@ -296,12 +314,10 @@ def beam_search(
     scores[0] = 0.0  # all beams start identical: expand only the first
     finished, lengths = np.zeros(K, bool), np.zeros(K)
     picked, ends = np.zeros((K, 0)), np.zeros((K, 0))  # per beam, per written position
-    suppress, at_start = list(rules.suppress), list(rules.suppress_at_start)
+    suppress = np.array(rules.suppress, np.int64)
+    at_start = list(rules.suppress_at_start)
     for step in range(limit):
-        raw = log_softmax(logits.astype(np.float64))  # what the confidence reads
-        logits = logits.astype(np.float64)
-        logits[:, suppress] = -np.inf
-        log_probs = log_softmax(logits)
+        total, log_probs = search_scores(logits, suppress)  # (K, 1), (K, V)
         if step == 0 and at_start:
             log_probs[:, at_start] = -np.inf
         if grammar is not None:
@@ -313,10 +329,13 @@ def beam_search(
         top = np.argpartition(-candidates, K - 1)[:K] if candidates.size > K else np.arange(K)
         top = top[np.argsort(-candidates[top], kind="stable")]  # best first
         beam, next_tokens = top // V, top % V
-        scores = candidates[top]
-        picked = np.concatenate([picked[beam], raw[beam, next_tokens][:, None]], axis=1)
-        ends = np.concatenate([ends[beam], end_probabilities(raw[beam], ends_at)[:, None]], 1)
-        past = [p[beam] for p in past]
+        scores = candidates[top].astype(np.float64)
+        chosen = logits[beam, next_tokens] - total[beam, 0]  # unrestricted log-probabilities
+        picked = np.concatenate([picked[beam], chosen[:, None]], axis=1)
+        ending = end_probabilities(logits, total, ends_at)[beam]
+        ends = np.concatenate([ends[beam], ending[:, None]], axis=1)
+        if not np.array_equal(beam, np.arange(K)):  # each beam's keys and values follow it
+            past = [p[beam] for p in past]
         tokens = np.concatenate([tokens[beam], next_tokens[:, None]], axis=1)
         lengths = lengths[beam] + ~finished[beam]
         finished = finished[beam] | (next_tokens == eos) | (scores == -np.inf)
@@ -324,9 +343,10 @@ def beam_search(
             break
         logits, past = network.decode(next_tokens[:, None], past, cross)
     else:  # the limit cut the search: the end's probability after the last token, too
-        raw = log_softmax(logits.astype(np.float64))  # the last step fed its tokens already
-        picked = np.concatenate([picked, raw[:, eos][:, None]], axis=1)
-        ends = np.concatenate([ends, end_probabilities(raw, ends_at)[:, None]], axis=1)
+        total, _ = search_scores(logits, suppress)  # the last step fed its tokens already
+        picked = np.concatenate([picked, (logits[:, eos] - total[:, 0])[:, None]], axis=1)
+        ending = end_probabilities(logits, total, ends_at)
+        ends = np.concatenate([ends, ending[:, None]], axis=1)
     normalized = scores / ((5.0 + lengths) / 6.0) ** LENGTH_PENALTY
     best = int(np.argsort(-normalized, kind="stable")[0])
     return Found(tokens[best].tolist(), bool(scores[best] > -np.inf), picked[best], ends[best])
@@ -380,9 +400,9 @@ def teacher_forced(
     logits, past = network.decode(np.array([speech.start], np.int64), network.start_past(), cross)
     picked, ends = [], []
     for token in [*chosen, eos]:
-        raw = log_softmax(logits.astype(np.float64))
+        raw = log_softmax(logits)
         picked.append(raw[0, token])
-        ends.append(end_probabilities(raw, ends_at)[0])
+        ends.append(np.exp(raw[0, ends_at]).sum())
         if token != eos:
             logits, past = network.decode(np.array([[token]], np.int64), past, cross)
     return np.array(picked), np.array(ends)
