@@ -12,7 +12,8 @@ by token) calls `share()` between them: once it has held the turn for `slice_s` 
 call waits, it goes to the back of the line and goes on when its turn comes again. So another
 request waits at most about one slice per call ahead of it, not for the whole generation
 (tests/serve/test_batching.py). Before each turn a ThreadGovernor (threads.py) gives torch's
-threads up while other processes use the cores, as the trainer does.
+threads up while other processes use the cores, as the trainer does (where torch runs: a
+server of an exported model never imports it, tasks/speech/onnx_runtime.py).
 
 Not here: a limit on how many calls wait at once (each waits on a worker thread: at most
 `workers`, then in the executor's queue).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -59,9 +61,10 @@ class ModelThread:
         """On a worker: take the turn, fit torch's threads to the idle cores, run `function`."""
         self.take()
         try:
-            if self.governor is None:
-                self.governor = ThreadGovernor()
-            self.governor.tick()
+            if self.governor is None and "torch" in sys.modules:  # an exported model alone
+                self.governor = ThreadGovernor()  # runs without torch: nothing to govern
+            if self.governor is not None:
+                self.governor.tick()
             return function(*args)
         finally:
             self.give()

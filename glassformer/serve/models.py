@@ -100,7 +100,6 @@ def check_sources(
         GlassformerError: a missing path or unknown name, a checkpoint of another task.
     """
     from glassformer.tasks.speech.loading import check_speech_source
-    from glassformer.train.checkpoint import open_task_checkpoint
 
     if grammars and speech is None:
         raise GlassformerError("--grammar needs a speech model (--speech MODEL)")
@@ -114,6 +113,8 @@ def check_sources(
             hint = f"train one with `glassformer train {task} --out {path}`"
             if not Path(path).is_dir():
                 raise GlassformerError(f"{flag} {path}: no such directory ({hint})")
+            from glassformer.train.checkpoint import open_task_checkpoint  # torch: only then
+
             open_task_checkpoint(path, task)
 
 

@@ -196,3 +196,36 @@ def test_bad_input_is_one_clear_error(exported: Path, tmp_path: Path, capsys) ->
     (broken / "model.json").write_text('{"format": "glassformer-speech-onnx", "version": 9}')
     with pytest.raises(GlassformerError, match="not a version-1"):
         load_exported(broken)
+
+
+def test_wyoming_serves_it_without_torch(exported: Path, clips) -> None:  # noqa: ANN001
+    """Home Assistant's door on an exported model: a real recorded command answered through
+    the `wyoming` package's client, and the server never maps torch's library."""
+    import asyncio
+
+    from tests.serve.test_wyoming import asks_info, free_port, transcribe
+
+    async def started(uri: str) -> str:
+        for _ in range(600):  # the port opens once the model is loaded: about a second
+            try:
+                return await asks_info(uri)
+            except OSError:
+                await asyncio.sleep(0.1)
+        return "never started"
+
+    import_or_missing("wyoming")
+    said, waveform = clips[1]
+    uri = f"tcp://127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "glassformer", "wyoming", "--uri", uri, "--speech",
+               str(exported), "--grammar", str(APPOINTMENTS)]  # fmt: skip
+    server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert asyncio.run(started(uri)) == "info"
+        [answer] = asyncio.run(transcribe(uri, waveform, "appointments"))
+        assert answer.data["text"] == said
+        maps = Path(f"/proc/{server.pid}/maps")
+        if maps.is_file():
+            assert "libtorch" not in maps.read_text()
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
