@@ -181,7 +181,8 @@ def add_serve_commands(commands: argparse._SubParsersAction, formatter: type) ->
     serve.add_argument(
         "--speech",
         metavar="MODEL",
-        help="a speech checkpoint, CTranslate2 directory or pretrained name (whisper-tiny.en)",
+        help="a speech checkpoint, CTranslate2 directory, pretrained name (whisper-tiny.en), "
+        "or a folder `glassformer export` wrote (no torch)",
     )
     serve.add_argument(
         "--grammar",
@@ -308,7 +309,11 @@ def add_wyoming_command(commands: argparse._SubParsersAction, formatter: type) -
         "--uri", default="tcp://127.0.0.1:10300", help="tcp://HOST:PORT or unix://PATH"
     )
     wyoming.add_argument(
-        "--speech", default=DEFAULT_SPEECH_MODEL, metavar="MODEL", help="the speech model"
+        "--speech",
+        default=DEFAULT_SPEECH_MODEL,
+        metavar="MODEL",
+        help="the speech model: a pretrained name, a checkpoint, or a folder `glassformer "
+        "export` wrote (runs without torch: about 190 MB on a small board)",
     )
     wyoming.add_argument(
         "--grammar",

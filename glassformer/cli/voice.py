@@ -270,8 +270,9 @@ def add_voice_commands(
         "model",
         metavar="MODEL",
         help="a speech run or checkpoint directory; a Whisper as a CTranslate2 or Hugging Face "
-        "directory or an OpenAI .pt file; or an installed pretrained name (whisper-tiny.en, "
-        "whisper-base; see `glassformer models`)",
+        "directory or an OpenAI .pt file; an installed pretrained name (whisper-tiny.en, "
+        "whisper-base; see `glassformer models`); or a folder `glassformer export` wrote, "
+        "which runs without torch",
     )
     transcribe.add_argument("audio", nargs="+", metavar="AUDIO")
     transcribe.add_argument(
@@ -324,7 +325,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def add_export_command(commands: argparse._SubParsersAction, formatter: type) -> None:
-    from glassformer.tasks.speech.onnx_runtime import PRECISIONS
+    from glassformer.tasks.speech.config import PRECISIONS
 
     export = commands.add_parser(
         "export",

@@ -93,7 +93,7 @@ class ListenerConfig:
     # under it in confidence must also be written much like the free text (transcript.agreement)
     reject_ratio: float = 0.1  # 0-1: reject a command under this share of the free text's
     # int8 is CTranslate2's CPU default; its accuracy: docs/benchmarks.md
-    precision: str = "float32"  # float32, or int8: the decoder's weights in int8, 3x faster
+    precision: str = "float32"  # float32, or int8: decoder weights, 3x faster (exported: its own)
     window_step: float | None = field(  # encoder window: pad to the next multiple, in seconds
         default=None, metadata={"unset": "the model's own; Whisper's 10, as accurate as 30"}
     )

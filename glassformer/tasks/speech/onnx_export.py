@@ -42,7 +42,8 @@ from torch import nn
 
 from glassformer.errors import GlassformerError
 from glassformer.files import check_output_files
-from glassformer.tasks.speech.onnx_runtime import FORMAT, FORMAT_VERSION, MANIFEST, PRECISIONS
+from glassformer.tasks.speech.config import PRECISIONS  # an export's, as the Listener's
+from glassformer.tasks.speech.onnx_runtime import FORMAT, FORMAT_VERSION, MANIFEST
 
 # the largest logit difference an export may have from our modules on the same inputs: float32
 # graphs agree to about 1e-5 (different kernels, the same arithmetic); int8 is checked by its

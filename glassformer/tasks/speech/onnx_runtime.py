@@ -54,7 +54,6 @@ from glassformer.tasks.speech.transcript import (
 FORMAT = "glassformer-speech-onnx"  # what onnx_export.py writes, and its version
 FORMAT_VERSION = 1
 MANIFEST = "model.json"
-PRECISIONS = ("float32", "int8")  # an export's: int8 quantizes the linear layers' weights
 MAX_MANIFEST_BYTES = 1 << 20  # the manifest: sizes and the decoding rules' token lists
 LENGTH_PENALTY = 0.6  # decoding/search.beam_search's default, which search.py uses
 FIRST_RANKED = 256  # decoding/constraints.FIRST_RANKED: candidates ranked at once per beam
