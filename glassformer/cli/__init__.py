@@ -38,9 +38,14 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 def cmd_info(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from glassformer.train.checkpoint import describe_checkpoint, resolve_checkpoint
+    from glassformer.tasks.speech.onnx_runtime import describe_export, is_exported
 
     path = Path(args.checkpoint)
+    if is_exported(path):
+        print(describe_export(path))
+        return
+    from glassformer.train.checkpoint import describe_checkpoint, resolve_checkpoint
+
     is_run = not (path / "config.json").exists() and any(
         (path / name).is_dir() for name in ("best", "last")
     )

@@ -105,7 +105,10 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
             by something else, onnx missing, or an export that disagrees with our modules.
     """
     from glassformer.tasks.speech.loading import load_speech_model
+    from glassformer.tasks.speech.onnx_runtime import is_exported
 
+    if is_exported(source):
+        raise GlassformerError(f"{source}: exported already; export the model it came from")
     if precision not in PRECISIONS:
         raise GlassformerError(f"--precision {precision}: choose {' or '.join(PRECISIONS)}")
     out = Path(out)

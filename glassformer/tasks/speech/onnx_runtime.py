@@ -72,6 +72,20 @@ def is_exported(path: str | Path) -> bool:
         return False
 
 
+def describe_export(folder: str | Path) -> str:
+    """What `glassformer info` says of an exported folder: its source, precision and size."""
+    from glassformer.textfiles import read_json
+
+    manifest = read_json(Path(folder) / MANIFEST, MAX_MANIFEST_BYTES)
+    size = sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file()) / 1e6
+    return (
+        f"{folder}: a speech model exported by `glassformer export` from "
+        f"{manifest.get('source')}, {manifest.get('precision')}, "
+        f"{manifest.get('parameters', 0) / 1e6:.1f} M parameters, {size:.0f} MB; runs with "
+        "onnxruntime, without torch (give it as MODEL to transcribe, serve or wyoming)"
+    )
+
+
 @dataclass(frozen=True)
 class NetworkSizes:
     """What of a SpeechTransformer's config the transcription path reads (clips.most_tokens)."""

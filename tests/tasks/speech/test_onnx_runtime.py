@@ -189,6 +189,10 @@ def test_bad_input_is_one_clear_error(exported: Path, tmp_path: Path, capsys) ->
     assert main(["export", "whisper-tiny.en", "--out", str(tmp_path / "mine")]) == 2
     error = capsys.readouterr().err
     assert "not an exported model" in error and len(error.strip().splitlines()) == 1
+    with pytest.raises(GlassformerError, match="exported already"):
+        export_speech(exported, tmp_path / "again")
+    assert main(["info", str(exported)]) == 0
+    assert "exported by `glassformer export` from whisper-tiny.en" in capsys.readouterr().out
     with pytest.raises(GlassformerError, match="CPU only"):
         load_exported(exported, "cuda")
     broken = tmp_path / "broken"
