@@ -55,6 +55,7 @@ FORMAT = "glassformer-speech-onnx"  # what onnx_export.py writes, and its versio
 FORMAT_VERSION = 1
 MANIFEST = "model.json"
 MAX_MANIFEST_BYTES = 1 << 20  # the manifest: sizes and the decoding rules' token lists
+MAX_FEATURE_BYTES = 1 << 20  # the Hann window and the filterbank: 66 KB for 80 bands
 LENGTH_PENALTY = 0.6  # decoding/search.beam_search's default, which search.py uses
 FIRST_RANKED = 256  # decoding/constraints.FIRST_RANKED: candidates ranked at once per beam
 
@@ -191,9 +192,17 @@ class MelFeatures:
     Hann window and filterbank, the frames' FFT, log10, a floor 8 below the clip's peak."""
 
     def __init__(self, path: Path, n_mels: int) -> None:
+        from safetensors import SafetensorError
         from safetensors.numpy import load_file
 
-        tensors = load_file(str(path))
+        if not path.is_file() or path.stat().st_size > MAX_FEATURE_BYTES:
+            raise CheckpointError(f"{path}: missing, or larger than a window and filterbank")
+        try:
+            tensors = load_file(str(path))
+        except (SafetensorError, OSError) as error:
+            raise CheckpointError(f"{path}: {error}") from None
+        if set(tensors) != {"window", "mel_filters"}:
+            raise CheckpointError(f"{path}: holds {sorted(tensors)}, not a window and filterbank")
         self.window = tensors["window"].astype(np.float32)  # (n_fft,)
         self.filters = tensors["mel_filters"].astype(np.float32)  # (M, n_fft // 2 + 1)
         if self.window.shape != (N_FFT,) or self.filters.shape != (n_mels, N_FFT // 2 + 1):

@@ -233,3 +233,29 @@ def test_wyoming_serves_it_without_torch(exported: Path, clips) -> None:  # noqa
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_a_folder_that_lies_is_one_error(exported: Path, tmp_path: Path) -> None:
+    """The exported files are input like any other: a features file too large to be a
+    filterbank, or one that is not safetensors, or a manifest with a field of the wrong type,
+    is one CheckpointError, read within its size."""
+    import shutil
+
+    from glassformer.errors import CheckpointError
+    from glassformer.tasks.speech.onnx_runtime import load_exported
+
+    copy = tmp_path / "copy"
+    shutil.copytree(exported, copy)
+    features = copy / "features.safetensors"
+    with features.open("r+b") as file:
+        file.truncate(64 << 20)  # 64 MB of zeros: no filterbank is that large
+    with pytest.raises(CheckpointError, match="larger than"):
+        load_exported(copy)
+    features.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00not json" + bytes(100))
+    with pytest.raises(CheckpointError):
+        load_exported(copy)
+    shutil.copy(exported / "features.safetensors", features)
+    manifest = json.loads((copy / "model.json").read_text())
+    (copy / "model.json").write_text(json.dumps({**manifest, "max_frames": "many"}))
+    with pytest.raises(CheckpointError, match="max_frames|many"):
+        load_exported(copy)
