@@ -21,11 +21,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     """A language model on --data, a speech model on --audio-dir with --labels, or a
     translation model on --src with --ref."""
     from glassformer.convert.whisper_sources import is_pretrained_source
-    from glassformer.train.checkpoint import read_header, resolve_checkpoint
+    from glassformer.tasks.speech.onnx_runtime import is_exported
 
-    if is_pretrained_source(args.checkpoint):
+    if is_pretrained_source(args.checkpoint) or is_exported(args.checkpoint):
         task = "speech"
     else:
+        from glassformer.train.checkpoint import read_header, resolve_checkpoint
+
         task = read_header(resolve_checkpoint(args.checkpoint)).get("task")
     if task == "speech":
         evaluate_speech_command(args)

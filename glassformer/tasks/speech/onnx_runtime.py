@@ -9,7 +9,7 @@ a Home Assistant Green has 1-4 GB for everything (docs/benchmarks.md, "Without t
 path is the same as on torch, step for step, and tested equal to it on real commands
 (tests/tasks/speech/test_onnx_runtime.py):
 
-    audio -> clips.clip_audio (silence trimmed)  -> log_mel (numpy: Whisper's log-mel)
+    audio -> clips.clip_audio (silence trimmed)  -> MelFeatures (numpy: Whisper's log-mel)
           -> encoder graph (the cross-attention keys and values, once per clip)
           -> beam_search (numpy: the prompt prefilled once, K beams, the same rules as
              decoding/search.beam_search and the grammar's TextConstraint.allowed)
@@ -107,7 +107,12 @@ class OnnxNetwork:
     """
 
     def __init__(self, folder: Path, manifest: dict) -> None:
-        import onnxruntime as ort
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise GlassformerError(
+                f"{folder}: an exported model runs on onnxruntime: pip install onnxruntime"
+            ) from None
 
         from glassformer.malloc import map_large_blocks
 

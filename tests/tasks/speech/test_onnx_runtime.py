@@ -259,3 +259,14 @@ def test_a_folder_that_lies_is_one_error(exported: Path, tmp_path: Path) -> None
     (copy / "model.json").write_text(json.dumps({**manifest, "max_frames": "many"}))
     with pytest.raises(CheckpointError, match="max_frames|many"):
         load_exported(copy)
+
+
+def test_evaluate_takes_an_exported_model(exported: Path, clips, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from glassformer.cli import main
+
+    said, waveform = clips[2]
+    soundfile.write(tmp_path / "a.wav", waveform, 16_000, subtype="PCM_16")
+    (tmp_path / "labels.tsv").write_text(f"a.wav\t{said}\n")
+    command = ["evaluate", str(exported), "--audio-dir", str(tmp_path), "--labels"]
+    assert main([*command, str(tmp_path / "labels.tsv"), "--grammar", str(APPOINTMENTS)]) == 0
+    assert "1 files: command acceptance 100.0%" in capsys.readouterr().out
