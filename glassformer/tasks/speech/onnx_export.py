@@ -136,9 +136,14 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
         write_companions(speech, str(source), work, precision, difference)
         for path in [work, *work.iterdir()]:  # mkdtemp's 0700: readable as any model is
             path.chmod(0o755 if path.is_dir() else 0o644)
-        if out.exists():
-            shutil.rmtree(out)
-        work.rename(out)
+        if out.exists():  # an earlier export, replaced whole: set aside until the new is in
+            earlier = out.with_name(f".{out.name}.replaced")
+            shutil.rmtree(earlier, ignore_errors=True)
+            out.rename(earlier)
+            work.rename(out)
+            shutil.rmtree(earlier)
+        else:
+            work.rename(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
