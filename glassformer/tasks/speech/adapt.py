@@ -112,6 +112,7 @@ def adapt(config: AdaptConfig, out: str | Path, progress: bool = True) -> TrainR
         GlassformerError: every check of the module doc, before anything is written.
     """
     from glassformer.tasks.speech.loading import check_speech_source
+    from glassformer.tasks.speech.training import check_learnable
     from glassformer.train.lock import run_directory_lock
     from glassformer.train.outputs import check_run_directory
     from glassformer.voice.synth import synthesize
@@ -123,6 +124,7 @@ def adapt(config: AdaptConfig, out: str | Path, progress: bool = True) -> TrainR
     if config.noise_dir:
         check_noise_dir(config.noise_dir)
     check_speech_source(config.model, "--model")
+    check_learnable(config.model)
     noise_dir = str(Path(config.noise_dir).resolve()) if config.noise_dir else ""
     with run_directory_lock(out, LOCK_FILE, "adapt"):
         data = out / DATA_DIR

@@ -237,6 +237,18 @@ def train_speech(
     return train(model, task, train_config, out, resume=resume, progress=progress)
 
 
+def check_learnable(init: str | Path) -> None:
+    """Raise GlassformerError for a model `glassformer export` wrote: its graphs have no
+    gradients; the model it came from learns, and is exported again."""
+    from glassformer.tasks.speech.onnx_runtime import is_exported
+
+    if is_exported(init):
+        raise GlassformerError(
+            f"{init}: an exported model cannot learn (its graphs have no gradients): fine-tune "
+            "the model it was exported from, then export the result"
+        )
+
+
 def pretrained_start(
     init: str | Path,
 ) -> tuple[SpeechTransformer, Tokenizer, FeatureConfig, Targets, dict]:
@@ -244,6 +256,7 @@ def pretrained_start(
     transcripts are written (Targets) and its decoding rules (kept in every checkpoint)."""
     from glassformer.tasks.speech.loading import load_speech_model
 
+    check_learnable(init)
     speech = load_speech_model(init)
     model = speech.model
     for part in (model.frontend, model.src_positions, model.encoder):

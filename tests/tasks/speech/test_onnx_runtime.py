@@ -189,6 +189,9 @@ def test_bad_input_is_one_clear_error(exported: Path, tmp_path: Path, capsys) ->
     assert main(["export", "whisper-tiny.en", "--out", str(tmp_path / "mine")]) == 2
     error = capsys.readouterr().err
     assert "not an exported model" in error and len(error.strip().splitlines()) == 1
+    adapting = ["adapt", "--grammar", str(APPOINTMENTS), "--out", str(tmp_path / "adapted")]
+    assert main([*adapting, "--model", str(exported)]) == 2
+    assert "cannot learn" in capsys.readouterr().err and not (tmp_path / "adapted").exists()
     with pytest.raises(GlassformerError, match="exported already"):
         export_speech(exported, tmp_path / "again")
     assert main(["info", str(exported)]) == 0
