@@ -203,7 +203,13 @@ def collect_attention(
     if (text is None) == (audio is None):
         raise GlassformerError("give exactly one of --text TEXT or --audio FILE")
     from glassformer.convert.installed import PRETRAINED
+    from glassformer.tasks.speech.onnx_runtime import is_exported
 
+    if is_exported(checkpoint):
+        raise GlassformerError(
+            f"{checkpoint}: attention maps are read from our modules on torch; give the model "
+            "it was exported from (glassformer info names it)"
+        )
     if str(checkpoint) in PRETRAINED:  # a published speech model, as transcribe takes it
         if audio is None:
             raise GlassformerError(f"{checkpoint}: a speech model reads --audio, not --text")

@@ -192,6 +192,8 @@ def test_bad_input_is_one_clear_error(exported: Path, tmp_path: Path, capsys) ->
     adapting = ["adapt", "--grammar", str(APPOINTMENTS), "--out", str(tmp_path / "adapted")]
     assert main([*adapting, "--model", str(exported)]) == 2
     assert "cannot learn" in capsys.readouterr().err and not (tmp_path / "adapted").exists()
+    assert main(["attention", str(exported), "--audio", str(tmp_path / "none.wav")]) == 2
+    assert "attention maps are read from our modules" in capsys.readouterr().err
     with pytest.raises(GlassformerError, match="exported already"):
         export_speech(exported, tmp_path / "again")
     assert main(["info", str(exported)]) == 0
