@@ -1,8 +1,8 @@
 """Issue 28 §4, a lever measured: our whisper-tiny.en modules exported to ONNX and run by
 onnxruntime in a process that never imports torch. What it would save, before building it.
 
-    .venv/bin/pip install onnx onnxscript      (the exporter's and the quantizer's needs)
-    .venv/bin/python bench/bench_onnx.py [--out runs/onnx] [--runs 7]
+    .venv/bin/python bench/bench_onnx.py [--out runs/onnx] [--runs 7]   (needs onnx: the
+    dev extra, which make setup installs)
 
 Exported from our own modules (tasks/speech/loading.load_speech_model): the encoder
 (features -> memory), and one decoder step (a new token per beam, the past self-attention
@@ -85,23 +85,12 @@ def export(folder: Path) -> float:
     import numpy as np
     import onnxruntime as ort
     import torch
-    import torch.nn.functional as F
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from torch import nn
 
-    import glassformer.layers.attention as attention
     from glassformer.layers.kv_cache import KVCache
     from glassformer.tasks.speech.loading import load_speech_model
 
-    class TracedFunctions:  # the tracer hands attention a tensor for `T == S`; sdpa wants bool
-        def __getattr__(self, name: str):  # noqa: ANN204
-            return getattr(F, name)
-
-        @staticmethod
-        def scaled_dot_product_attention(*args, is_causal=False, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN205
-            return F.scaled_dot_product_attention(*args, is_causal=bool(is_causal), **kwargs)
-
-    attention.F = TracedFunctions()
     model = load_speech_model("whisper-tiny.en").model.eval()
     layers = model.config.n_decoder_layers
 
