@@ -326,10 +326,11 @@ def beam_search(
     limit: int,
     grammar,  # noqa: ANN001  (a TextConstraint, or None: free text)
 ) -> Found:
-    """decoding/search.beam_search for one clip, with search.py's restrictions (at_most,
-    vocabulary.start_rule, the grammar), on numpy arrays: the prompt runs once, then K beams
-    each take one token a step; a beam with nothing allowed dies; the end compares
-    score / ((5 + length) / 6) ** 0.6. Returns the best hypothesis and its log-probabilities.
+    """decoding/search.beam_search for one clip, with search.py's restrictions
+    (vocabulary.start_rule, the grammar; its at_most, a batch's per-clip limit, is the loop's
+    own limit here), on numpy arrays: the prompt runs once, then K beams each take one token
+    a step; a beam with nothing allowed dies; the end compares score / ((5 + length) / 6)
+    ** 0.6. Returns the best hypothesis and its log-probabilities.
     """
     network: OnnxNetwork = speech.model
     rules, start, K = speech.rules, speech.start, beam_size
