@@ -101,9 +101,10 @@ class OnnxNetwork:
     (MelFeatures): a SpeechModel's `model`.
 
     Threads: OMP_NUM_THREADS if set (as torch reads it), else onnxruntime's choice (the
-    machine's cores). The memory arena is off and large blocks are mapped on their own
-    (malloc.map_large_blocks): what a board holds between commands is the weights, not what
-    the longest clip's activations left behind (measured: 150 -> 80 MB resident after 8).
+    machine's cores), never spinning (glassformer/threads.py's reason, measured again here).
+    The memory arena is off and large blocks are mapped on their own (malloc.map_large_blocks):
+    what a board holds between commands is the weights, not what the longest clip's
+    activations left behind (measured: 150 -> 80 MB resident after 8 commands).
     """
 
     def __init__(self, folder: Path, manifest: dict) -> None:
@@ -120,6 +121,10 @@ class OnnxNetwork:
         options = ort.SessionOptions()
         options.enable_cpu_mem_arena = False
         options.log_severity_level = 3
+        # threads sleep between operations instead of spinning: a spinning pool thread takes
+        # the core the search's numpy work needs (2 threads: 244-249 against 301-329 ms a
+        # command), and a busy machine's (319-326 against 481-500 ms beside a busy core)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         threads = os.environ.get("OMP_NUM_THREADS", "")
         if threads.isdigit() and int(threads) > 0:
             options.intra_op_num_threads = int(threads)
