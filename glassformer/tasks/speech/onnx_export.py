@@ -220,7 +220,6 @@ def check_against_ours(model: nn.Module, folder: Path, precision: str) -> float:
     generator = torch.Generator().manual_seed(1)
     features = torch.randn(1, model.config.n_features, 1000, generator=generator)
     cross = encoder.run(None, {"features": features.numpy()})
-    largest = 0.0
     with torch.inference_mode():
         memory = model.encode(features)[0]
         ours = CrossKeysValues(model)(features)

@@ -37,15 +37,23 @@ from pathlib import Path
 
 import numpy as np
 
-from glassformer.audio.feature_config import HOP_LENGTH, N_FFT, WHISPER_DYNAMIC_RANGE, FeatureConfig
+from glassformer.audio.feature_config import (
+    HOP_LENGTH,
+    N_FFT,
+    WHISPER_DYNAMIC_RANGE,
+    FeatureConfig,
+    padded_length,
+)
 from glassformer.audio.io import SAMPLE_RATE
+from glassformer.decoding.constraints import FIRST_RANKED  # candidates ranked at once per beam
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, most_tokens
 from glassformer.tasks.speech.model import DecodingRules, SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
-    is_command_heard,
+    checked,
+    is_doubtful,
     scored,
     words_before_closers,
     written_words,
@@ -57,7 +65,6 @@ MANIFEST = "model.json"
 MAX_MANIFEST_BYTES = 1 << 20  # the manifest: sizes and the decoding rules' token lists
 MAX_FEATURE_BYTES = 1 << 20  # the Hann window and the filterbank: 66 KB for 80 bands
 LENGTH_PENALTY = 0.6  # decoding/search.beam_search's default, which search.py uses
-FIRST_RANKED = 256  # decoding/constraints.FIRST_RANKED: candidates ranked at once per beam
 
 
 def is_exported(path: str | Path) -> bool:
@@ -220,8 +227,6 @@ class MelFeatures:
 
     def __call__(self, audio: np.ndarray, config: FeatureConfig) -> np.ndarray:
         """Shapes: audio (L,) float32 -> (M, N): padded as the config says, N = L' // hop"""
-        from glassformer.audio.feature_config import padded_length
-
         missing = padded_length(config, len(audio)) - len(audio)
         audio = np.pad(audio.astype(np.float32), (0, max(0, missing)))
         padded = np.pad(audio, N_FFT // 2, mode="reflect")  # centred frames, mirrored ends
@@ -251,14 +256,11 @@ def transcribe_clip(
     cross = network.encode(features)
     limit = most_tokens(speech, len(heard) / SAMPLE_RATE)
     command = decode_clip(speech, cross, options, limit)
-    if not options.constrain or (command.intent and command.confidence >= options.reject_ratio):
+    if not options.constrain or not is_doubtful(command, options.reject_ratio):
         return command
-    # doubtful: what does the model write without the grammar? (search.checked_against_free_text)
+    # what does the model write without the grammar? (search.checked_against_free_text)
     free = dataclasses.replace(options, constrain=False, beam_size=1)
-    words = decode_clip(speech, cross, free, limit)
-    if is_command_heard(command, words, options.reject_ratio):
-        return command
-    return Transcript(words.text, None, {}, command.confidence, command.end_probability)
+    return checked(command, decode_clip(speech, cross, free, limit), options.reject_ratio)
 
 
 def decode_clip(
@@ -277,7 +279,7 @@ def decode_clip(
         picked, ends = teacher_forced(speech, cross, chosen)
     n = len(chosen) + 1  # the written tokens, then the end
     end_probability = float(ends[words_before_closers(speech, chosen)])
-    return scored(text, command, [float(x) for x in picked[:n]], end_probability, options)
+    return scored(text, command, picked[:n].tolist(), end_probability, options)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
-    is_command_heard,
+    checked,
+    is_doubtful,
     scored,
     words_before_closers,
     written_words,
@@ -107,24 +108,17 @@ def checked_against_free_text(
     (measured on commands, other speech and noise: docs/benchmarks.md). A rejected result's
     text is the free transcript, what was heard, never a grammar sentence.
     """
-    doubtful = [
-        b
-        for b, t in enumerate(transcripts)
-        if t.intent is None or t.confidence < options.reject_ratio
-    ]
+    doubtful = [b for b, t in enumerate(transcripts) if is_doubtful(t, options.reject_ratio)]
     if not doubtful:
         return transcripts
     free = replace(options, constrain=False, beam_size=1)
     rows = torch.tensor(doubtful, device=memory.device)
     kept = None if padding is None else padding[rows]
     heard = decode_clips(speech, memory[rows], kept, free, [limits[b] for b in doubtful])
-    checked = list(transcripts)
+    results = list(transcripts)
     for b, words in zip(doubtful, heard, strict=True):
-        command = transcripts[b]
-        if is_command_heard(command, words, options.reject_ratio):
-            continue
-        checked[b] = Transcript(words.text, None, {}, command.confidence, command.end_probability)
-    return checked
+        results[b] = checked(transcripts[b], words, options.reject_ratio)
+    return results
 
 
 def at_most(limits: list[int], beams: int, start: int, eos: int, then):  # noqa: ANN001, ANN201

@@ -3,6 +3,8 @@
     Transcript                           text, intent and slots (None: rejected), confidence
     written_words(speech, best, ...)     the best tokens as words, and the grammar's reading
     scored(text, command, picked, ...)   the confidence and the rejection below reject_below
+    is_doubtful, checked                 which commands the free decode checks, and the
+                                         result: the command, or the free words rejected
     is_command_heard(command, words)     whether a doubtful command stands against the free
                                          words the model heard (agreement)
     cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
@@ -82,6 +84,21 @@ def scored(
     if command is None:
         return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
     return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
+
+
+def is_doubtful(command: Transcript, reject_ratio: float) -> bool:
+    """Whether a constrained result needs the free decode's check: rejected already, or less
+    likely per token than `reject_ratio` (a share of the free transcript's, which is at most
+    1: a command above it needs no free decode)."""
+    return command.intent is None or command.confidence < reject_ratio
+
+
+def checked(command: Transcript, words: Transcript, reject_ratio: float) -> Transcript:
+    """A doubtful command against the free words heard: the command if it stands
+    (is_command_heard), else a rejection whose text is those words, never a grammar sentence."""
+    if is_command_heard(command, words, reject_ratio):
+        return command
+    return Transcript(words.text, None, {}, command.confidence, command.end_probability)
 
 
 def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:
