@@ -3,6 +3,7 @@ at each reject_ratio (a DET-style table: true accepts beside false accepts).
 
     .venv/bin/python bench/bench_rejection.py [--grammars coffee en de es it nl fr]
         [--count 15] [--out runs/bench_rejection.json] [--rows SAVED.json]
+        [--hearings both|context|plain]
 
 Each grammar (the coffee grammar, or Home Assistant's sentences of a language with the
 benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
@@ -14,12 +15,14 @@ benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
                   30 Speech Commands words and 20 appointment requests (Debian's
                   recorded voice)
 
-For each clip the constrained decode's confidence (geometric-mean token probability) and the
-free decode's (greedy, the same memory) are kept, so that every threshold is scored on the
-same decodes. A result is kept when its confidence is at least the model's reject_below
-(0.01 for Whisper) and, where it is under reject_ratio, at least reject_ratio times the free
-decode's and (the "agreement test" column) written like the free words (transcript.agreement at
-least MIN_AGREEMENT): the Listener's own rule, scored with and without that second test.
+For each clip the constrained decode's confidence (geometric-mean token probability) and two
+free decodes' (greedy, the same memory; with the grammar's context, "free", and without it,
+"plain") are kept, so that every threshold is scored on the same decodes. A result is kept
+when its confidence is at least the model's reject_below (0.01 for Whisper) and, where it is
+under reject_ratio, at least reject_ratio times each free decode's and (the "agreement test"
+column) written like its words (transcript.agreement at least MIN_AGREEMENT): the Listener's
+own rule, scored with and without that second test. `--hearings` scores the rule with one
+of the two free decodes only (the rule before: `context`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
     listener = Listener(config)
     constrained = dataclasses.replace(listener.options, reject_below=0.0, reject_ratio=0.0)
     free = dataclasses.replace(listener.options, constrain=False, beam_size=1)
+    bare = dataclasses.replace(listener.speech, context=())  # free words without the grammar's
     noise, rng = load_audio(ha.SHARED / "noise" / "cafe.wav"), random.Random(seed)
     folder, clips = Path(tempfile.mkdtemp()), []
     for n, command in enumerate(ha.commands(listener.grammar, count, seed)):
@@ -69,6 +73,7 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
     for said, kind, clip in clips:
         command = transcribe_many(listener.speech, [clip], constrained)[0]
         heard = transcribe_many(listener.speech, [clip], free)[0]
+        plain = transcribe_many(bare, [clip], free)[0]
         is_command = kind != "no command"
         right = is_command and (command.intent, command.slots) == (said.intent, said.slots)
         rows.append(
@@ -76,29 +81,39 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
             | {"right": right, "found": command.intent is not None, "text": command.text}
             | {"confidence": command.confidence, "free_confidence": heard.confidence}
             | {"free_text": heard.text, "floor": listener.speech.rules.reject_below}
+            | {"plain_confidence": plain.confidence, "plain_text": plain.text}
         )
     return rows
 
 
-def kept(row: dict, ratio: float, agree: bool = True) -> bool:
-    """The Listener's rule on a row's two decodes: the floor, then for a doubtful command (under
-    `ratio` in confidence) the free decode's test (tasks/speech/transcript.is_command_heard), or
-    without `agree` only its probability ratio (the rule before the agreement test)."""
-    from glassformer.tasks.speech.transcript import Transcript, is_command_heard
+HEARINGS = {  # --hearings: the free decodes a doubtful command is tested against
+    "both": ("plain", "free"),  # the Listener's (transcript.free_hearings)
+    "context": ("free",),  # the rule before 2026-12-05: with the grammar's context only
+    "plain": ("plain",),  # without it only
+}
+
+
+def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "both") -> bool:
+    """The Listener's rule on a row's decodes: the floor, then for a doubtful command (under
+    `ratio` in confidence) the free decodes' test (tasks/speech/transcript.stands), or without
+    `agree` only its probability ratio (the rule before the agreement test). `hearings`: which
+    free decodes test it (HEARINGS)."""
+    from glassformer.tasks.speech.transcript import Transcript, stands
 
     confidence = row["confidence"]
     if not row["found"] or confidence < row["floor"]:
         return False
     if confidence >= ratio:
         return True  # not doubtful: no free decode runs
+    names = HEARINGS[hearings]
     if not agree:
-        return confidence >= ratio * row["free_confidence"]
+        return all(confidence >= ratio * row[f"{name}_confidence"] for name in names)
     command = Transcript(row["text"], "found", {}, confidence)
-    heard = Transcript(row["free_text"], None, {}, row["free_confidence"])
-    return is_command_heard(command, heard, ratio)
+    heard = [Transcript(row[f"{n}_text"], None, {}, row[f"{n}_confidence"]) for n in names]
+    return stands(command, heard, ratio)
 
 
-def table(rows: list[dict]) -> list[dict]:
+def table(rows: list[dict], hearings: str = "both") -> list[dict]:
     out = []
     for name in dict.fromkeys(r["grammar"] for r in rows):
         mine = [r for r in rows if r["grammar"] == name]
@@ -106,9 +121,9 @@ def table(rows: list[dict]) -> list[dict]:
         others = [r for r in mine if r["kind"] == "no command"]
         for ratio in RATIOS:
             for agree in (False, True):
-                right = [r["right"] and kept(r, ratio, agree) for r in commands]
-                wrong = [not r["right"] and kept(r, ratio, agree) for r in commands]
-                refused = [not kept(r, ratio, agree) for r in others]
+                right = [r["right"] and kept(r, ratio, agree, hearings) for r in commands]
+                wrong = [not r["right"] and kept(r, ratio, agree, hearings) for r in commands]
+                refused = [not kept(r, ratio, agree, hearings) for r in others]
                 out.append(
                     {"grammar": name, "reject_ratio": ratio, "agreement": agree}
                     | {"commands_right_kept": sum(right) / len(commands)}
@@ -130,6 +145,13 @@ def main() -> None:
     parser.add_argument(
         "--rows", type=Path, help="score the decodes a run saved (its --out) instead of decoding"
     )
+    parser.add_argument(
+        "--hearings",
+        choices=list(HEARINGS),
+        default="both",
+        help="the free decodes a doubtful command is tested against: without the grammar's "
+        "context, then with it (both: the Listener's rule), or one of them",
+    )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically
 
@@ -146,7 +168,7 @@ def main() -> None:
         "| not commands rejected |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
-    for row in table(rows):
+    for row in table(rows, args.hearings):
         print(
             f"| {row['grammar']} | {row['reject_ratio']:g} | {'yes' if row['agreement'] else 'no'}"
             f" | {row['commands_right_kept']:.1%}"

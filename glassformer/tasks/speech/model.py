@@ -15,7 +15,7 @@ network (loading.use_grammar). Not here: loading (loading.py, pretrained.py), de
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from glassformer.errors import CheckpointError
@@ -115,3 +115,10 @@ class SpeechModel:
     def start(self) -> list[int]:
         """The tokens decoding starts from: the context (if any), then the prompt."""
         return [*self.context, *self.rules.prompt]
+
+    def without_context(self) -> SpeechModel:
+        """The same model with no context before its prompt: what it hears freely. The
+        grammar's phrases as context lead a free decode of speech that is no command to
+        write them back ("Flurlicht, Flurlicht, ..."), which then resembles a command
+        (docs/benchmarks.md, "Rejection"); without them the free words are the audio's."""
+        return replace(self, context=()) if self.context else self

@@ -14,7 +14,7 @@ path is the same as on torch, step for step, and tested equal to it on real comm
           -> beam_search (numpy: the prompt prefilled once, K beams, the same rules as
              decoding/search.beam_search and the grammar's TextConstraint.allowed)
           -> transcript.written_words / scored (the same reading, confidence, rejection)
-          -> a doubtful command checked against a free decode (transcript.is_command_heard)
+          -> a doubtful command checked against free decodes (transcript.free_hearings)
 
 One difference in how the work is done, not in what it computes: the confidence's
 log-probabilities are kept while searching (each beam carries the log-probability of every
@@ -53,8 +53,10 @@ from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
     checked,
+    free_hearings,
     is_doubtful,
     scored,
+    stands,
     words_before_closers,
     written_words,
 )
@@ -260,7 +262,12 @@ def transcribe_clip(
         return command
     # what does the model write without the grammar? (search.checked_against_free_text)
     free = dataclasses.replace(options, constrain=False, beam_size=1)
-    return checked(command, decode_clip(speech, cross, free, limit), options.reject_ratio)
+    hearings: list[Transcript] = []
+    for model in free_hearings(speech):
+        if not stands(command, hearings, options.reject_ratio):
+            break
+        hearings.append(decode_clip(model, cross, free, limit))
+    return checked(command, hearings, options.reject_ratio)
 
 
 def decode_clip(

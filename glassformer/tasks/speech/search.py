@@ -25,8 +25,10 @@ from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
     checked,
+    free_hearings,
     is_doubtful,
     scored,
+    stands,
     words_before_closers,
     written_words,
 )
@@ -98,10 +100,12 @@ def checked_against_free_text(
     limits: list[int],
     transcripts: list[Transcript],
 ) -> list[Transcript]:
-    """Constrained results checked against what the model hears without the grammar: one
+    """Constrained results checked against what the model hears without the grammar: a
     greedy free decode (on the memory already computed) of each clip whose command is
     rejected, or less likely per token than `reject_ratio` (a share of the free
-    transcript's, which is at most 1: a command above it needs no free decode).
+    transcript's, which is at most 1: a command above it needs no free decode); for a
+    zero-shot model, a second one with the grammar's context for each command still standing
+    (transcript.free_hearings).
 
     A command the model finds far less likely than its own free words is speech the grammar
     does not hold: its free words fit the audio better than any sentence the grammar allows
@@ -109,15 +113,21 @@ def checked_against_free_text(
     text is the free transcript, what was heard, never a grammar sentence.
     """
     doubtful = [b for b, t in enumerate(transcripts) if is_doubtful(t, options.reject_ratio)]
-    if not doubtful:
-        return transcripts
     free = replace(options, constrain=False, beam_size=1)
-    rows = torch.tensor(doubtful, device=memory.device)
-    kept = None if padding is None else padding[rows]
-    heard = decode_clips(speech, memory[rows], kept, free, [limits[b] for b in doubtful])
+    hearings: dict[int, list[Transcript]] = {b: [] for b in doubtful}
+    ratio = options.reject_ratio
+    for model in free_hearings(speech):
+        standing = [b for b in doubtful if stands(transcripts[b], hearings[b], ratio)]
+        if not standing:
+            break
+        rows = torch.tensor(standing, device=memory.device)
+        kept = None if padding is None else padding[rows]
+        heard = decode_clips(model, memory[rows], kept, free, [limits[b] for b in standing])
+        for b, words in zip(standing, heard, strict=True):
+            hearings[b].append(words)
     results = list(transcripts)
-    for b, words in zip(doubtful, heard, strict=True):
-        results[b] = checked(transcripts[b], words, options.reject_ratio)
+    for b in doubtful:
+        results[b] = checked(transcripts[b], hearings[b], ratio)
     return results
 
 

@@ -3,8 +3,8 @@
     Transcript                           text, intent and slots (None: rejected), confidence
     written_words(speech, best, ...)     the best tokens as words, and the grammar's reading
     scored(text, command, picked, ...)   the confidence and the rejection below reject_below
-    is_doubtful, checked                 which commands the free decode checks, and the
-                                         result: the command, or the free words rejected
+    is_doubtful, checked, free_hearings  which commands the free decodes check, with which
+                                         models, and the result: the command, or rejected
     is_command_heard(command, words)     whether a doubtful command stands against the free
                                          words the model heard (agreement)
     cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
@@ -93,12 +93,30 @@ def is_doubtful(command: Transcript, reject_ratio: float) -> bool:
     return command.intent is None or command.confidence < reject_ratio
 
 
-def checked(command: Transcript, words: Transcript, reject_ratio: float) -> Transcript:
-    """A doubtful command against the free words heard: the command if it stands
-    (is_command_heard), else a rejection whose text is those words, never a grammar sentence."""
-    if is_command_heard(command, words, reject_ratio):
+def checked(command: Transcript, hearings: list[Transcript], reject_ratio: float) -> Transcript:
+    """A doubtful command against the free words heard: the command if it stands against
+    every hearing (is_command_heard), else a rejection whose text is the first hearing's
+    words, never a grammar sentence. See free_hearings for the hearings and their order."""
+    if stands(command, hearings, reject_ratio):
         return command
-    return Transcript(words.text, None, {}, command.confidence, command.end_probability)
+    return Transcript(hearings[0].text, None, {}, command.confidence, command.end_probability)
+
+
+def stands(command: Transcript, hearings: list[Transcript], reject_ratio: float) -> bool:
+    """Whether a command stands against every hearing so far (with none yet, it does)."""
+    return all(is_command_heard(command, words, reject_ratio) for words in hearings)
+
+
+def free_hearings(speech: SpeechModel) -> list[SpeechModel]:
+    """The models whose free words check a doubtful command, in order: the model without the
+    grammar's context (its words are what a rejection shows), then with it, where there is
+    one. Each catches what the other lets through (docs/benchmarks.md, "Rejection", attempt
+    4): the context leads free words to repeat the grammar's phrases ("Flurlicht, Flurlicht"
+    for German speech that is no command, which a command of those names resembles); without
+    it the model writes digits ("9") that the characters' test cannot compare. The second
+    decode runs only for a command that stood against the first."""
+    plain = speech.without_context()
+    return [plain] if plain is speech else [plain, speech]
 
 
 def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:

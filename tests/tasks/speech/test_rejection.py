@@ -20,14 +20,20 @@ import glassformer.tasks.speech.transcript as transcript
 from glassformer.audio.io import load_audio
 from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.listener import Listener
-from glassformer.tasks.speech.transcript import agreement
+from glassformer.tasks.speech.transcript import (
+    Transcript,
+    agreement,
+    checked,
+    free_hearings,
+    stands,
+)
 from tests.installed import needs_whisper
 from tests.serve.conftest import real_clip
 
-WORDS = {  # clip -> the word said
-    "nine/fa44fcf5_nohash_0.wav": "nine",
-    "right/f618568f_nohash_2.wav": "right",
-    "zero/d8ee4734_nohash_0.wav": "zero",
+WORDS = {  # clip -> the word said, as the model may write it (heard freely, digits are usual)
+    "nine/fa44fcf5_nohash_0.wav": {"nine", "9"},
+    "right/f618568f_nohash_2.wav": {"right"},
+    "zero/d8ee4734_nohash_0.wav": {"zero", "0"},
 }
 
 
@@ -67,7 +73,7 @@ def test_a_word_that_is_no_order_is_rejected_and_says_what_was_heard(
     waveform = load_audio(real_clip(f"speech/speech_commands_mini/{clip}"))
     result = listener.understand(waveform)
     assert not result.accepted and result.slots == {}, result
-    assert result.text.lower().strip(" .,!") == WORDS[clip], result  # heard, not a sentence
+    assert result.text.lower().strip(" .,!") in WORDS[clip], result  # heard, not a sentence
     assert not listener.grammar.accepts(result.text.lower().strip(" .,!"))
     # the floor alone took it for an order: the comparison with the free words rejects it
     floor_only = Listener.on_model(
@@ -98,3 +104,57 @@ def test_an_order_is_still_accepted(listener: Listener, tmp_path: Path) -> None:
 
     result = listener.understand_file(speak(tmp_path, "can i have a small coffee"))
     assert result.intent == "orderDrink" and result.slots.get("size") == "small", result
+
+
+@needs_whisper
+def test_the_free_words_shown_are_heard_without_the_grammars_context(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the grammar's phrases as context lead a free decode to write them back (German speech
+    # heard as "Flurlicht, Flurlicht, ...", docs/benchmarks.md): the first hearing is without
+    import glassformer.tasks.speech.inference as inference
+    import glassformer.tasks.speech.search as search
+
+    calls: list[tuple[bool, tuple[int, ...]]] = []
+    decode = search.decode_clips
+
+    def spy(speech, memory, padding, options, limits):  # noqa: ANN001, ANN202
+        calls.append((options.constrain, speech.context))
+        return decode(speech, memory, padding, options, limits)
+
+    monkeypatch.setattr(search, "decode_clips", spy)  # the free decodes' calls
+    monkeypatch.setattr(inference, "decode_clips", spy)  # the constrained search's
+    waveform = load_audio(real_clip("speech/speech_commands_mini/nine/fd395b74_nohash_3.wav"))
+    result = listener.understand(waveform)
+    assert not result.accepted and result.text == "9", result  # the first hearing's words
+    context = listener.speech.context
+    assert len(context) > 10 and calls[0] == (True, context), calls
+    # "9" cannot be compared with a spelled-out order, and is no likelier per token: the
+    # order stands against it, and falls against the second hearing, "and a", with the context
+    assert calls[1:] == [(False, ()), (False, context)], calls
+
+
+def hearing(text: str, confidence: float) -> Transcript:
+    return Transcript(text, None, {}, confidence)
+
+
+def test_a_command_must_stand_against_every_hearing_and_shows_the_first() -> None:
+    command = Transcript("schalte das flurlicht an", "HassTurnOn", {"name": "Flurlicht"}, 0.06)
+    plain = hearing("Was ist das?", 0.31)  # fits the audio five times better per token
+    context = hearing("Flurlicht, Flurlicht, Flurlicht,", 0.46)
+    alike = hearing("Schalte das Flurlicht an.", 0.2)
+    assert checked(command, [alike], 0.1) is command
+    assert stands(command, [], 0.1) and not stands(command, [alike, plain], 0.1)
+    refused = checked(command, [plain, context], 0.1)
+    assert refused.intent is None and refused.text == "Was ist das?", refused
+    # heard alike without the context, but far likelier words with it: refused, and the
+    # text shown is still the first hearing's
+    assert checked(command, [alike, hearing("Kaffee, Kaffee", 0.9)], 0.1).text == alike.text
+
+
+@needs_whisper
+def test_a_zero_shot_model_is_heard_without_then_with_its_context(listener: Listener) -> None:
+    speech = listener.speech
+    plain, again = free_hearings(speech)
+    assert plain.context == () and plain.start == list(speech.rules.prompt) and again is speech
+    assert free_hearings(plain) == [plain]  # a model without context is heard once
