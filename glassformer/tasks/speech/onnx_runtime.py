@@ -307,25 +307,37 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
 
 
-def search_scores(logits: np.ndarray, suppress: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def normalizers(logits: np.ndarray, suppress: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's log-normalizer over the whole vocabulary (what the confidence reads: a
-    token's log-probability is its logit minus it), and the search's log-probabilities:
-    the suppressed tokens at -inf, the rest renormalized without them, as search.py's
-    suppress_tokens then log_softmax. One pass of exp over the logits: the suppressed share
-    is taken out of the whole normalizer, except in a row where it is most of it (there,
-    that row is renormalized exactly).
+    token's log-probability is its logit minus it), and the search's, over the vocabulary
+    without the suppressed tokens (search.py's suppress_tokens then log_softmax). One pass of
+    exp over the logits: the suppressed share is taken out of the whole normalizer, except in
+    a row where it is most of it (there, that row's is summed again without them).
 
     Shapes:
-        logits: (R, V) float32   returns: (R, 1), (R, V)
+        logits: (R, V) float32   returns: (R, 1), (R, 1)
     """
     peak = logits.max(axis=-1, keepdims=True)
     total = peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True))  # (R, 1)
     share = np.exp(logits[:, suppress] - total).sum(axis=-1, keepdims=True)  # (R, 1)
-    search = logits - (total + np.log1p(-np.minimum(share, 0.5)))
-    search[:, suppress] = -np.inf
+    search = total + np.log1p(-np.minimum(share, 0.5))
     for row in np.flatnonzero(share[:, 0] > 0.5):
-        search[row] = log_softmax(search[row : row + 1] + 0.0)[0]  # renormalized exactly
+        kept = np.delete(logits[row], suppress)
+        search[row, 0] = kept.max() + np.log(np.exp(kept - kept.max()).sum())
     return total, search
+
+
+def search_scores(logits: np.ndarray, suppress: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """normalizers' whole one, and the search's log-probabilities: the suppressed tokens at
+    -inf, the rest renormalized without them.
+
+    Shapes:
+        logits: (R, V) float32   returns: (R, 1), (R, V)
+    """
+    total, search = normalizers(logits, suppress)
+    log_probs = logits - search
+    log_probs[:, suppress] = -np.inf
+    return total, log_probs
 
 
 def end_probabilities(logits: np.ndarray, total: np.ndarray, ends: list[int]) -> np.ndarray:
@@ -342,41 +354,41 @@ def beam_search(
 ) -> Found:
     """decoding/search.beam_search for one clip, with search.py's restrictions
     (vocabulary.start_rule, the grammar; its at_most, a batch's per-clip limit, is the loop's
-    own limit here), on numpy arrays: the prompt runs once, then K beams each take one token
-    a step; a beam with nothing allowed dies; the end compares score / ((5 + length) / 6)
-    ** 0.6. Returns the best hypothesis and its log-probabilities.
+    own limit here), on numpy arrays: the prompt runs once, then K beams (at first, the
+    prompt's one) each take one token a step; a beam with nothing allowed dies; the end
+    compares score / ((5 + length) / 6) ** 0.6. Returns the best hypothesis and its
+    log-probabilities.
     """
     network: OnnxNetwork = speech.model
     rules, start, K = speech.rules, speech.start, beam_size
     eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
+    # one beam to start from: the first step's K best extensions of it become the K beams
     logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
-    logits, past = np.repeat(logits, K, axis=0), [np.repeat(p, K, axis=0) for p in past]
-    tokens = np.repeat(np.array([start], np.int64), K, axis=0)  # (K, T0)
-    scores = np.full(K, -np.inf)
-    scores[0] = 0.0  # all beams start identical: expand only the first
-    finished, lengths = np.zeros(K, bool), np.zeros(K)
-    picked, ends = np.zeros((K, 0)), np.zeros((K, 0))  # per beam, per written position
+    tokens = np.array([start], np.int64)  # (1, T0), then (K, T)
+    scores, finished, lengths = np.zeros(1), np.zeros(1, bool), np.zeros(1)
+    picked, ends = np.zeros((1, 0)), np.zeros((1, 0))  # per beam, per written position
     suppress = np.array(rules.suppress, np.int64)
     at_start = list(rules.suppress_at_start)
     for step in range(limit):
-        total, log_probs = search_scores(logits, suppress)  # (K, 1), (K, V)
-        if step == 0 and at_start:
-            log_probs[:, at_start] = -np.inf
-        if grammar is not None:
-            log_probs = restricted(grammar, tokens, log_probs, eos, len(start))
-        log_probs[finished] = -np.inf  # a finished hypothesis extends with eos, at no cost
-        log_probs[finished, eos] = 0.0
-        V = log_probs.shape[-1]
-        candidates = (scores[:, None] + log_probs).reshape(-1)  # (K*V,)
-        top = np.argpartition(-candidates, K - 1)[:K] if candidates.size > K else np.arange(K)
-        top = top[np.argsort(-candidates[top], kind="stable")]  # best first
-        beam, next_tokens = top // V, top % V
-        scores = candidates[top].astype(np.float64)
+        banned = at_start if step == 0 else []
+        if grammar is None:
+            total, log_probs = search_scores(logits, suppress)  # (R, 1), (R, V)
+            log_probs[:, banned] = -np.inf
+            beam, next_tokens, scores = best_extensions(scores, log_probs, finished, eos, K)
+        else:  # only the few tokens the grammar allows are scored: no (R, V) sums
+            total, search = normalizers(logits, suppress)
+            ranking = logits.copy()
+            ranking[:, [*suppress, *banned]] = -np.inf
+            live = ~finished & (scores > -np.inf)
+            allowed = allowed_tokens(grammar, tokens, ranking, live, len(start))
+            beam, next_tokens, scores = best_allowed(
+                scores, allowed, ranking, search, finished, eos, K
+            )
         chosen = logits[beam, next_tokens] - total[beam, 0]  # unrestricted log-probabilities
         picked = np.concatenate([picked[beam], chosen[:, None]], axis=1)
         ending = end_probabilities(logits, total, ends_at)[beam]
         ends = np.concatenate([ends[beam], ending[:, None]], axis=1)
-        if not np.array_equal(beam, np.arange(K)):  # each beam's keys and values follow it
+        if not np.array_equal(beam, np.arange(len(scores))):  # keys and values follow beams
             past = [p[beam] for p in past]
         tokens = np.concatenate([tokens[beam], next_tokens[:, None]], axis=1)
         lengths = lengths[beam] + ~finished[beam]
@@ -394,21 +406,77 @@ def beam_search(
     return Found(tokens[best].tolist(), bool(scores[best] > -np.inf), picked[best], ends[best])
 
 
-def restricted(grammar, tokens: np.ndarray, log_probs: np.ndarray, eos: int, start: int):  # noqa: ANN001, ANN201
-    """TextConstraint.__call__ on numpy arrays: each unfinished beam keeps only the tokens
-    the grammar allows (grammar.allowed, tried from the most likely down).
+def best_extensions(
+    scores: np.ndarray, log_probs: np.ndarray, finished: np.ndarray, eos: int, K: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The K best one-token extensions of R beams (R = 1 at the first step, then K), over
+    every token: a beam's score plus a token's log-probability (a finished beam extends with
+    eos, at no cost), best first. Whisper's 51,864 tokens are always more than K.
 
     Shapes:
-        tokens: (K, T)   log_probs: (K, V) -> (K, V), the rest at -inf
+        scores: (R,)   log_probs: (R, V)   returns: beams (K,), tokens (K,), scores (K,)
     """
-    out = np.full_like(log_probs, -np.inf)
-    for n, row in enumerate(tokens.tolist()):
-        if eos in row[start:]:
-            out[n] = log_probs[n]
-            continue
-        allowed = grammar.allowed(grammar.text(row), best_first(log_probs[n]))
-        out[n, allowed] = log_probs[n, allowed]
-    return out
+    V = log_probs.shape[1]
+    log_probs[finished] = -np.inf
+    log_probs[finished, eos] = 0.0
+    candidates = (scores[:, None] + log_probs).reshape(-1)  # (R*V,)
+    top = np.argpartition(-candidates, K - 1)[:K]
+    top = top[np.argsort(-candidates[top], kind="stable")]  # best first
+    return top // V, top % V, candidates[top].astype(np.float64)
+
+
+def allowed_tokens(
+    grammar,  # noqa: ANN001  (a TextConstraint)
+    tokens: np.ndarray,
+    ranking: np.ndarray,
+    live: np.ndarray,
+    start: int,
+) -> list[list[int]]:
+    """TextConstraint.__call__ on numpy arrays: the tokens the grammar allows each live beam
+    (grammar.allowed, tried from the most likely down); none for the others.
+
+    Shapes:
+        tokens: (K, T)   ranking: (K, V), the logits with impossible tokens at -inf   live: (K,)
+    """
+    rows = tokens.tolist()
+    return [
+        grammar.allowed(grammar.text(rows[n]), best_first(ranking[n])) if live[n] else []
+        for n in range(len(rows))
+    ]
+
+
+def best_allowed(
+    scores: np.ndarray,
+    found: list[list[int]],
+    ranking: np.ndarray,
+    search: np.ndarray,
+    finished: np.ndarray,
+    eos: int,
+    K: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """best_extensions over the allowed tokens only: the same beams, tokens and scores as
+    over the whole (K, V) array with everything else at -inf, from a few dozen candidates.
+    Ties go to the lower beam, then the lower token, as a stable sort of the flat array
+    would; a slot with no finite candidate left gets a beam extended by eos at -inf (the
+    whole array's search would fill it with some -inf candidate: it can never win).
+
+    Shapes:
+        scores: (R,)   ranking: (R, V)   search: (R, 1), the search's log-normalizers
+        returns: beams (K,), tokens (K,), scores (K,)
+    """
+    R = len(scores)
+    beams = [n for n in range(R) for _ in found[n]]
+    ids = [t for n in range(R) for t in found[n]]
+    values = (scores[beams] + (ranking[beams, ids] - search[beams, 0])).tolist()
+    for n in np.flatnonzero(finished & (scores > -np.inf)):  # extends with eos at no cost
+        beams.append(int(n))
+        ids.append(eos)
+        values.append(float(scores[n]))
+    order = sorted(range(len(ids)), key=lambda c: (-values[c], beams[c], ids[c]))[:K]
+    beam = [beams[c] for c in order] + [n if n < R else 0 for n in range(len(order), K)]
+    chosen = [ids[c] for c in order] + [eos] * (K - len(order))
+    kept = [values[c] for c in order] + [-np.inf] * (K - len(order))
+    return np.array(beam), np.array(chosen, np.int64), np.array(kept, np.float64)
 
 
 def best_first(scores: np.ndarray):  # noqa: ANN201
