@@ -3,7 +3,7 @@ at each reject_ratio (a DET-style table: true accepts beside false accepts).
 
     .venv/bin/python bench/bench_rejection.py [--grammars coffee en de es it nl fr]
         [--count 15] [--out runs/bench_rejection.json] [--rows SAVED.json]
-        [--hearings both|context|plain]
+        [--hearings listener|both|context|plain]
 
 Each grammar (the coffee grammar, or Home Assistant's sentences of a language with the
 benchmark's home, bench/homes/LANG.yaml) is decoded on two kinds of clips:
@@ -21,8 +21,8 @@ free decodes' (greedy, the same memory; with the grammar's context, "free", and 
 when its confidence is at least the model's reject_below (0.01 for Whisper) and, where it is
 under reject_ratio, at least reject_ratio times each free decode's and (the "agreement test"
 column) written like its words (transcript.agreement at least MIN_AGREEMENT): the Listener's
-own rule, scored with and without that second test. `--hearings` scores the rule with one
-of the two free decodes only (the rule before: `context`).
+own rule, scored with and without that second test. `--hearings` scores other rules: both
+free decodes for every model, or one of them only (the rule before: `context`).
 """
 
 from __future__ import annotations
@@ -82,22 +82,30 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
             | {"confidence": command.confidence, "free_confidence": heard.confidence}
             | {"free_text": heard.text, "floor": listener.speech.rules.reject_below}
             | {"plain_confidence": plain.confidence, "plain_text": plain.text}
+            | {"multilingual": bool(listener.speech.language_slots())}
         )
     return rows
 
 
 HEARINGS = {  # --hearings: the free decodes a doubtful command is tested against
-    "both": ("plain", "free"),  # the Listener's (transcript.free_hearings)
+    "both": ("plain", "free"),  # without the grammar's context, then with it
     "context": ("free",),  # the rule before 2026-12-05: with the grammar's context only
     "plain": ("plain",),  # without it only
-}
+}  # "listener": the Listener's (transcript.free_hearings): both for a multilingual model
 
 
-def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "both") -> bool:
+def hearings_of(row: dict, hearings: str) -> tuple[str, ...]:
+    if hearings != "listener":
+        return HEARINGS[hearings]
+    multilingual = row.get("multilingual", row["grammar"] not in ("coffee", "en"))
+    return HEARINGS["both" if multilingual else "context"]
+
+
+def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "listener") -> bool:
     """The Listener's rule on a row's decodes: the floor, then for a doubtful command (under
     `ratio` in confidence) the free decodes' test (tasks/speech/transcript.stands), or without
     `agree` only its probability ratio (the rule before the agreement test). `hearings`: which
-    free decodes test it (HEARINGS)."""
+    free decodes test it (HEARINGS, or "listener": hearings_of)."""
     from glassformer.tasks.speech.transcript import Transcript, stands
 
     confidence = row["confidence"]
@@ -105,7 +113,7 @@ def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "both") ->
         return False
     if confidence >= ratio:
         return True  # not doubtful: no free decode runs
-    names = HEARINGS[hearings]
+    names = hearings_of(row, hearings)
     if not agree:
         return all(confidence >= ratio * row[f"{name}_confidence"] for name in names)
     command = Transcript(row["text"], "found", {}, confidence)
@@ -113,7 +121,7 @@ def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "both") ->
     return stands(command, heard, ratio)
 
 
-def table(rows: list[dict], hearings: str = "both") -> list[dict]:
+def table(rows: list[dict], hearings: str = "listener") -> list[dict]:
     out = []
     for name in dict.fromkeys(r["grammar"] for r in rows):
         mine = [r for r in rows if r["grammar"] == name]
@@ -147,10 +155,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--hearings",
-        choices=list(HEARINGS),
-        default="both",
-        help="the free decodes a doubtful command is tested against: without the grammar's "
-        "context, then with it (both: the Listener's rule), or one of them",
+        choices=["listener", *HEARINGS],
+        default="listener",
+        help="the free decodes a doubtful command is tested against: the Listener's rule "
+        "(both for a multilingual model, with the context for English-only tiny.en), "
+        "without the grammar's context then with it (both), or one of them",
     )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically

@@ -82,7 +82,7 @@ def use_language(speech: SpeechModel, language: str | None) -> SpeechModel:
     special = speech.tokenizer.special_tokens
     first, last = special.get("<|startoftranscript|>"), special.get("<|translate|>")
     prompt = list(speech.rules.prompt)
-    spoken = [i for i, t in enumerate(prompt) if first is not None and last and first < t < last]
+    spoken = speech.language_slots()
     if not spoken:
         if language == "en":
             return speech

@@ -116,6 +116,15 @@ class SpeechModel:
         """The tokens decoding starts from: the context (if any), then the prompt."""
         return [*self.context, *self.rules.prompt]
 
+    def language_slots(self) -> list[int]:
+        """The prompt's positions that name the language written: a multilingual Whisper's
+        one (between <|startoftranscript|> and <|translate|>); none for any other model."""
+        special = self.tokenizer.special_tokens
+        first, last = special.get("<|startoftranscript|>"), special.get("<|translate|>")
+        if first is None or last is None:
+            return []
+        return [i for i, t in enumerate(self.rules.prompt) if first < t < last]
+
     def without_context(self) -> SpeechModel:
         """The same model with no context before its prompt: what it hears freely. The
         grammar's phrases as context lead a free decode of speech that is no command to

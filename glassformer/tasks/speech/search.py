@@ -104,8 +104,8 @@ def checked_against_free_text(
     greedy free decode (on the memory already computed) of each clip whose command is
     rejected, or less likely per token than `reject_ratio` (a share of the free
     transcript's, which is at most 1: a command above it needs no free decode); for a
-    zero-shot model, a second one with the grammar's context for each command still standing
-    (transcript.free_hearings).
+    zero-shot multilingual model, first without the grammar's context, then with it for each
+    command still standing (transcript.free_hearings).
 
     A command the model finds far less likely than its own free words is speech the grammar
     does not hold: its free words fit the audio better than any sentence the grammar allows
