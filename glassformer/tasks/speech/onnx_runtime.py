@@ -397,7 +397,7 @@ def beam_search(
             break
         logits, past = network.decode(next_tokens[:, None], past, cross)
     else:  # the limit cut the search: the end's probability after the last token, too
-        total, _ = search_scores(logits, suppress)  # the last step fed its tokens already
+        total, _ = normalizers(logits, suppress)  # the last step fed its tokens already
         picked = np.concatenate([picked, (logits[:, eos] - total[:, 0])[:, None]], axis=1)
         ending = end_probabilities(logits, total, ends_at)
         ends = np.concatenate([ends, ending[:, None]], axis=1)

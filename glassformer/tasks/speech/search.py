@@ -113,6 +113,8 @@ def checked_against_free_text(
     text is the free transcript, what was heard, never a grammar sentence.
     """
     doubtful = [b for b, t in enumerate(transcripts) if is_doubtful(t, options.reject_ratio)]
+    if not doubtful:
+        return transcripts
     free = replace(options, constrain=False, beam_size=1)
     hearings: dict[int, list[Transcript]] = {b: [] for b in doubtful}
     ratio = options.reject_ratio

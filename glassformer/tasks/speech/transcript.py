@@ -117,8 +117,9 @@ def free_hearings(speech: SpeechModel) -> list[SpeechModel]:
     72.7 -> 81.8%); English-only tiny.en gains nothing from it, and its free words without
     the context can stop short of a right command ("I am" for "monday at nine a m"). The
     second decode runs only for a command that stood against the first."""
-    plain = speech.without_context()
-    return [plain, speech] if plain is not speech and speech.language_slots() else [speech]
+    if not speech.context or not speech.language_slots():
+        return [speech]
+    return [speech.without_context(), speech]
 
 
 def is_command_heard(command: Transcript, words: Transcript, reject_ratio: float) -> bool:
