@@ -7,6 +7,7 @@ command accuracy on real recordings after training on synthesized speech only.
     .venv/bin/python bench/bench_speech.py digits   [--steps N]   # FSDD, 6 real speakers
     .venv/bin/python bench/bench_speech.py lesson   [--steps N] [--held-out SPEAKER]
                                              [--real-validation] [--set vtlp_range=0.15]
+                                             [--feature f_max=3800]
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
     .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
 
@@ -121,6 +122,13 @@ class Recipe:
     steps: int = 1200  # training steps
     reuse: bool = False  # transcribe with the run already trained, if there is one
     data_fields: tuple[tuple[str, float], ...] = ()  # SpeechDataConfig overrides (ablations)
+    feature_fields: tuple[tuple[str, object], ...] = ()  # FeatureConfig overrides (ablations)
+
+    def features(self):  # noqa: ANN201
+        """The FeatureConfig a from-scratch run reads: the default, with the overrides."""
+        from glassformer.audio.features import FeatureConfig
+
+        return FeatureConfig(**dict(self.feature_fields))
 
 
 def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
@@ -138,7 +146,7 @@ def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
     config = TrainConfig(**{**train_fields, "steps": recipe.steps})
     noise = str(SHARED / "noise")
     data_config = SpeechDataConfig(noise_dir=noise, **dict(recipe.data_fields))
-    train_speech(grammar, data, model_fields, config, data_config, run, progress=False)
+    train_speech(grammar, data, model_fields, config, data_config, run, False, recipe.features())
     return run
 
 
@@ -252,7 +260,9 @@ def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict
         model_fields, train_fields = SPEECH_PRESETS["small"].model, SPEECH_PRESETS["small"].train
         config = TrainConfig(**{**train_fields, "steps": recipe.steps})
         data_config = SpeechDataConfig(noise_dir=str(SHARED / "noise"), **dict(recipe.data_fields))
-        train_speech(grammar, data, model_fields, config, data_config, run, progress=False)
+        train_speech(
+            grammar, data, model_fields, config, data_config, run, False, recipe.features()
+        )
     truth = [DIGIT_NAMES[fsdd_parts(p)[0]] + ("|oh" if p.name[0] == "0" else "") for p in files]
     chosen = {
         "official_test_split": lambda d, s, i: i < 5,
@@ -314,6 +324,16 @@ def coffee(recipe: Recipe) -> dict:
     return rates
 
 
+def number_or_text(value: str) -> object:
+    """A flag's value as the int, float or text it reads as ("40", "3800.0", "logmel")."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -332,9 +352,14 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], help="SpeechDataConfig FIELD=NUMBER (ablations)"
     )
+    parser.add_argument(
+        "--feature", action="append", default=[], help="FeatureConfig FIELD=VALUE (f_max=3800)"
+    )
     args = parser.parse_args()
     fields = tuple((name, float(value)) for name, value in (a.split("=") for a in args.set))
-    recipe = Recipe(args.steps, args.reuse, fields)
+    feature_fields = tuple((name, number_or_text(value)) for name, value in
+                           (a.split("=", 1) for a in args.feature))  # fmt: skip
+    recipe = Recipe(args.steps, args.reuse, fields, feature_fields)
     torch.manual_seed(0)
     if args.what == "speed":
         result = speed()
