@@ -276,6 +276,7 @@ def write_companions(  # noqa: ANN001
         "precision": precision,
         "source": source,  # what was exported (a name, or the path given)
         "n_mels": c.n_features,
+        "window_step": speech.features.window_step,  # the encoder's window: its own, kept
         "max_frames": speech.model.max_frames,
         "parameters": parameter_count(speech.model),
         "max_tgt_len": c.max_tgt_len,

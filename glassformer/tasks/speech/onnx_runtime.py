@@ -197,12 +197,13 @@ def load_exported(folder: str | Path, device: str = "cpu") -> SpeechModel:
     try:
         network = OnnxNetwork(folder, manifest)
         rules = DecodingRules.from_json(manifest["decoding"], str(folder / MANIFEST))
-        n_mels = int(manifest["n_mels"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{folder / MANIFEST}: {error!r}") from None
+        features = FeatureConfig.whisper(int(manifest["n_mels"]))
+        if "window_step" in manifest:  # a model fitted to shorter windows (bench/fit_window.py)
+            features = dataclasses.replace(features, window_step=float(manifest["window_step"]))
+    except (KeyError, TypeError, ValueError) as error:  # a ConfigError is a ValueError
+        raise CheckpointError(f"{folder / MANIFEST}: {error}") from None
     tokenizer = load_tokenizer(folder / "tokenizer.json")
     reading = read_vocabulary(tokenizer, rules, network.config.tgt_vocab_size)
-    features = FeatureConfig.whisper(n_mels)
     return SpeechModel(network, tokenizer, features, rules, reading)
 
 

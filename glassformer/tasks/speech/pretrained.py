@@ -83,16 +83,22 @@ def load_pretrained(source: str | Path, device: str = "cpu", widen: bool = True)
 def import_whisper(source: str | Path, out: str | Path) -> Path:
     """Save a pretrained Whisper as a glassformer checkpoint directory: config.json
     (the model, its features and decoding rules), model.safetensors and tokenizer.json."""
+    return save_speech_model(load_pretrained(source), out, str(source))
+
+
+def save_speech_model(speech: SpeechModel, out: str | Path, source: str) -> Path:
+    """Write a SpeechModel as a checkpoint directory every door takes as MODEL: its network,
+    its features (the encoder's window included), decoding rules and tokenizer; `source`
+    says where it came from."""
     from glassformer.tasks.common import TOKENIZER_FILE
     from glassformer.train.checkpoint import save_checkpoint
 
-    speech = load_pretrained(source)
     metadata = {
         "task": "speech",
         "tokenizer": TOKENIZER_FILE,
         "features": speech.features.__dict__,
         "decoding": speech.rules.to_json(),
-        "source": str(source),
+        "source": source,
     }
     write = lambda directory: speech.tokenizer.save(directory / TOKENIZER_FILE)  # noqa: E731
     return save_checkpoint(speech.model, out, metadata, write)

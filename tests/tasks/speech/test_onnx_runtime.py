@@ -84,6 +84,37 @@ def test_the_same_answers_as_our_modules_on_torch(exported: Path, clips) -> None
     assert right >= 5 and refused >= 2  # both paths taken: commands, and free-text checks
 
 
+def test_a_fitted_window_is_exported_with_the_model(exported: Path, clips, tmp_path: Path) -> None:  # noqa: ANN001
+    """A checkpoint whose encoder reads 5-s windows (bench/fit_window.py) keeps them when
+    exported, and answers as on torch; a manifest without the field reads Whisper's own."""
+    import dataclasses
+    import shutil
+
+    from glassformer.tasks.speech.onnx_export import export_speech
+    from glassformer.tasks.speech.onnx_runtime import load_exported
+    from glassformer.tasks.speech.pretrained import load_pretrained, save_speech_model
+
+    tiny = load_pretrained("whisper-tiny.en")
+    tiny = dataclasses.replace(tiny, features=dataclasses.replace(tiny.features, window_step=5.0))
+    checkpoint = save_speech_model(tiny, tmp_path / "fitted", "a test")
+    folder = export_speech(str(checkpoint), tmp_path / "fitted-onnx", "float32")
+    assert json.loads((folder / "model.json").read_text())["window_step"] == 5.0
+    assert load_exported(folder).features.window_step == 5.0
+    ours, theirs = understood(checkpoint, clips[:3]), understood(folder, clips[:3])
+    assert [(r.text, r.accepted) for r in theirs] == [(r.text, r.accepted) for r in ours]
+    assert load_exported(exported).features.window_step == 10.0
+    older = tmp_path / "older"
+    shutil.copytree(exported, older)
+    manifest = json.loads((older / "model.json").read_text())
+    manifest.pop("window_step")
+    (older / "model.json").write_text(json.dumps(manifest))
+    assert load_exported(older).features.window_step == 10.0  # exported before the field
+    manifest["window_step"] = 0.01
+    (older / "model.json").write_text(json.dumps(manifest))
+    with pytest.raises(GlassformerError, match="window_step"):
+        load_exported(older)
+
+
 def test_free_text_the_same(exported: Path, clips) -> None:  # noqa: ANN001
     ours, theirs = understood("whisper-tiny.en", clips, None), understood(exported, clips, None)
     assert [r.text for r in theirs] == [r.text for r in ours]
