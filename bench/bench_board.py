@@ -2,6 +2,7 @@
 WAV file to intent JSON, and the process's peak memory, with torch and without it.
 
     .venv/bin/python bench/bench_board.py [--commands 12] [--runs 3] [--out runs/board]
+        [--model MODEL] [--window-step S] [--only "torch int8" ...]
 
 Each configuration runs in a fresh process with OMP_NUM_THREADS=1 (one core stands in for
 a Raspberry Pi's or a Home Assistant Green's), loads its Listener with the appointments
@@ -17,7 +18,10 @@ over --runs fresh processes.
     onnx int8          `glassformer export whisper-tiny.en` (int8), run by onnxruntime
     onnx float32       the same exported in float32
 
-The exports are made first (with torch, in this process's children), into --out.
+--model times another model than whisper-tiny.en (a checkpoint; give it its own --out for
+its exports). --window-step pads the encoder's window to the next multiple of S seconds
+instead of the model's own (ListenerConfig.window_step); --only runs the configurations
+named. The exports are made first (with torch, in this process's children), into --out.
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ import json, sys, time
 started = time.perf_counter()
 from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.listener import Listener
-model, precision, grammar, truth_file, *files = sys.argv[1:]
+model, precision, window_step, grammar, truth_file, *files = sys.argv[1:]
 truth = json.load(open(truth_file))
-listener = Listener(ListenerConfig(model, grammar=grammar, precision=precision))
+step = float(window_step) if window_step != "none" else None
+listener = Listener(ListenerConfig(model, grammar=grammar, precision=precision, window_step=step))
 loaded = time.perf_counter() - started
 json.dumps(listener.understand_file(files[0]).to_json())
 times, right = [], 0
@@ -66,6 +71,15 @@ def main() -> None:
     parser.add_argument("--commands", type=int, default=12)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "board")
+    parser.add_argument(
+        "--model", default="whisper-tiny.en", help="the model (a name or checkpoint) timed"
+    )
+    parser.add_argument(
+        "--window-step", type=float, help="the encoder's window padded to this step (seconds)"
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help='configurations to run, e.g. "torch int8"'
+    )
     args = parser.parse_args()
 
     from bench_serve import recorded_clips
@@ -89,12 +103,12 @@ def main() -> None:
         target = args.out / f"tiny-{precision}"
         if not (target / "model.json").is_file():
             subprocess.run(
-                [sys.executable, "-m", "glassformer", "export", "whisper-tiny.en", "--out",
+                [sys.executable, "-m", "glassformer", "export", args.model, "--out",
                  str(target), "--precision", precision], check=True, cwd=ROOT,
             )  # fmt: skip
     configurations = {
-        "torch float32": ("whisper-tiny.en", "float32"),
-        "torch int8": ("whisper-tiny.en", "int8"),
+        "torch float32": (args.model, "float32"),
+        "torch int8": (args.model, "int8"),
         "onnx int8": (str(args.out / "tiny-int8"), "float32"),
         "onnx float32": (str(args.out / "tiny-float32"), "float32"),
     }
@@ -103,11 +117,21 @@ def main() -> None:
         "commands": len(files),
         "command_seconds_median": round(statistics.median(seconds), 2),
         "cpu_threads": 1,
+        "model": args.model,
     }
+    if args.only:
+        unknown = set(args.only) - set(configurations)
+        if unknown:
+            sys.exit(
+                f"--only: no configuration {sorted(unknown)}; choose from {list(configurations)}"
+            )
+        configurations = {name: configurations[name] for name in args.only}
+    step = "none" if args.window_step is None else str(args.window_step)
+    result["window_step"] = args.window_step
     for name, (model, precision) in configurations.items():
         runs = []
         for _ in range(args.runs):
-            command = [sys.executable, "-c", CHILD, model, precision, grammar, str(truth)]
+            command = [sys.executable, "-c", CHILD, model, precision, step, grammar, str(truth)]
             done = subprocess.run(
                 [*command, *map(str, files)], capture_output=True, text=True, env=env, cwd=ROOT
             )

@@ -4,6 +4,7 @@ the way it reads its 10-s window, so that the decoder, unchanged, writes the sam
 
     .venv/bin/python bench/fit_window.py [--step 1] [--steps 300] [--batch 12]
         [--out runs/fit-window] [--evaluate [--compare]] [--load ENCODER.safetensors]
+        [--save-model DIR] [--init ENCODER.safetensors] [--speed 0.15]
 
 The teacher is whisper-tiny.en as installed (10-s window); the student is a copy whose
 encoder alone learns, reading the same clips in fitted windows. The loss: the KL divergence
@@ -15,7 +16,10 @@ training captions spoken by espeak-ng and flite voices; noise mixed into half of
 0-30 dB SNR (the shared noise recordings). Writes the student's encoder as safetensors
 under --out. --evaluate scores the student at its window on the benchmark's sets (FSDD test
 split, speech_commands_mini; clean, 12 and 6 dB; `--compare`: beside the teacher at the
-student's window and at 10 s); --load evaluates a student written before.
+student's window and at 10 s); --load evaluates a student written before; --save-model
+writes the student as a whole speech checkpoint (its features' window_step the student's),
+which every door takes as MODEL; --init goes on training a student written before; --speed
+plays half the clips faster or slower (pitch and tempo together).
 """
 
 from __future__ import annotations
@@ -78,8 +82,10 @@ def clip_pool(captions: int, seed: int) -> list[tuple[np.ndarray, str]]:
     return pool, spoken
 
 
-def draw(digits, spoken, noises, rng: random.Random) -> tuple[np.ndarray, str]:  # noqa: ANN001
-    """One training clip: 1-5 digits with gaps, or a caption; silence around; noise, half."""
+def draw(digits, spoken, noises, rng: random.Random, speed: float = 0.0) -> tuple[np.ndarray, str]:  # noqa: ANN001
+    """One training clip: 1-5 digits with gaps, or a caption; silence around; noise, half;
+    with speed > 0, half of them played 1 +- speed times as fast (pitch and tempo together,
+    as a tape runs faster: more voices from the few there are)."""
     from glassformer.audio.augment import add_noise
 
     if rng.random() < 0.5:
@@ -92,6 +98,9 @@ def draw(digits, spoken, noises, rng: random.Random) -> tuple[np.ndarray, str]: 
         audio, text = rng.choice(spoken)
     audio = np.concatenate([np.zeros(int(16_000 * rng.uniform(0, 0.5)), np.float32), audio,
                             np.zeros(int(16_000 * rng.uniform(0, 0.5)), np.float32)])  # fmt: skip
+    if speed > 0 and rng.random() < 0.5:
+        rate = rng.uniform(1 - speed, 1 + speed)
+        audio = np.interp(np.arange(0, len(audio) - 1, rate), np.arange(len(audio)), audio)
     if rng.random() < 0.5:
         audio = add_noise(audio, rng.choice(noises), rng.uniform(0, 30), rng)
     return audio.astype(np.float32), text
@@ -172,6 +181,18 @@ def main() -> None:
     parser.add_argument("--evaluate", action="store_true")
     parser.add_argument("--compare", action="store_true", help="evaluate the teacher too")
     parser.add_argument("--load", type=Path, help="a student's encoder.safetensors to evaluate")
+    parser.add_argument(
+        "--init", type=Path, help="a student's encoder.safetensors to go on training from"
+    )
+    parser.add_argument(
+        "--speed", type=float, default=0.0, help="half the clips 1 +- SPEED times as fast"
+    )
+    parser.add_argument(
+        "--save-model",
+        type=Path,
+        metavar="DIR",
+        help="also write the student as a whole speech checkpoint (its window included)",
+    )
     args = parser.parse_args()
     from safetensors.torch import load_file, save_file
 
@@ -197,6 +218,8 @@ def main() -> None:
     if args.load is not None:
         student.model.load_state_dict(load_file(str(args.load)), strict=False)
     else:
+        if args.init is not None:
+            student.model.load_state_dict(load_file(str(args.init)), strict=False)
         contexts = [
             use_grammar(teacher, load_grammar(g)).context
             for g in [ROOT / "bench/grammars/digits.yaml", SHARED / "grammars/coffee_maker.yaml",
@@ -212,7 +235,7 @@ def main() -> None:
             scale = min(1.0, (step + 1) / 20) * (0.1 + 0.9 * (1 - step / args.steps))
             for group in optimizer.param_groups:
                 group["lr"] = args.lr * scale
-            batch = [draw(digits, spoken, noises, rng) for _ in range(args.batch)]
+            batch = [draw(digits, spoken, noises, rng, args.speed) for _ in range(args.batch)]
             loss = kl_loss(teacher, student, [a for a, _ in batch], [t for _, t in batch],
                            contexts, rng)  # fmt: skip
             optimizer.zero_grad()
@@ -230,6 +253,11 @@ def main() -> None:
         save_file({names[id(p)]: p.detach().contiguous() for p in encoder},
                   str(args.out / "encoder.safetensors"))  # fmt: skip
         (args.out / "train.json").write_text(json.dumps(vars(args) | {"kl": losses}, default=str))
+    if args.save_model is not None:
+        from glassformer.tasks.speech.pretrained import save_speech_model
+
+        source = f"whisper-tiny.en, encoder fitted to {args.step:g}-s windows (bench/fit_window.py)"
+        print(f"saved {save_speech_model(student, args.save_model, source)}", file=sys.stderr)
     if args.evaluate:
         with torch.inference_mode():
             result = evaluate(student, teacher, args.step, args.compare)
