@@ -4,7 +4,7 @@ the way it reads its 10-s window, so that the decoder, unchanged, writes the sam
 
     .venv/bin/python bench/fit_window.py [--step 1] [--steps 300] [--batch 12]
         [--out runs/fit-window] [--evaluate [--compare]] [--load ENCODER.safetensors]
-        [--save-model DIR] [--init ENCODER.safetensors] [--speed 0.15]
+        [--save-model DIR] [--init ENCODER.safetensors] [--speed 0.15] [--clean-teacher]
 
 The teacher is whisper-tiny.en as installed (10-s window); the student is a copy whose
 encoder alone learns, reading the same clips in fitted windows. The loss: the KL divergence
@@ -19,7 +19,9 @@ split, speech_commands_mini; clean, 12 and 6 dB; `--compare`: beside the teacher
 student's window and at 10 s); --load evaluates a student written before; --save-model
 writes the student as a whole speech checkpoint (its features' window_step the student's),
 which every door takes as MODEL; --init goes on training a student written before; --speed
-plays half the clips faster or slower (pitch and tempo together).
+plays half the clips faster or slower (pitch and tempo together); --clean-teacher lets the
+teacher read each clip before its noise, so the student learns to write in noise what
+Whisper writes for the clean clip.
 """
 
 from __future__ import annotations
@@ -82,10 +84,11 @@ def clip_pool(captions: int, seed: int) -> list[tuple[np.ndarray, str]]:
     return pool, spoken
 
 
-def draw(digits, spoken, noises, rng: random.Random, speed: float = 0.0) -> tuple[np.ndarray, str]:  # noqa: ANN001
+def draw(digits, spoken, noises, rng: random.Random, speed: float = 0.0):  # noqa: ANN001, ANN201
     """One training clip: 1-5 digits with gaps, or a caption; silence around; noise, half;
     with speed > 0, half of them played 1 +- speed times as fast (pitch and tempo together,
-    as a tape runs faster: more voices from the few there are)."""
+    as a tape runs faster: more voices from the few there are). Returns (the clip, the clip
+    before its noise, its text)."""
     from glassformer.audio.augment import add_noise
 
     if rng.random() < 0.5:
@@ -101,9 +104,10 @@ def draw(digits, spoken, noises, rng: random.Random, speed: float = 0.0) -> tupl
     if speed > 0 and rng.random() < 0.5:
         rate = rng.uniform(1 - speed, 1 + speed)
         audio = np.interp(np.arange(0, len(audio) - 1, rate), np.arange(len(audio)), audio)
+    clean = audio.astype(np.float32)
     if rng.random() < 0.5:
         audio = add_noise(audio, rng.choice(noises), rng.uniform(0, 30), rng)
-    return audio.astype(np.float32), text
+    return audio.astype(np.float32), clean, text
 
 
 def features(speech, audio: np.ndarray) -> torch.Tensor:  # noqa: ANN001
@@ -112,11 +116,12 @@ def features(speech, audio: np.ndarray) -> torch.Tensor:  # noqa: ANN001
     return heard_features(speech, clip_audio(speech, audio))
 
 
-def kl_loss(teacher, student, clips, texts, contexts, rng) -> torch.Tensor:  # noqa: ANN001
+def kl_loss(teacher, student, clips, texts, contexts, rng, heard=None) -> torch.Tensor:  # noqa: ANN001
+    """The student reads `clips`, the teacher `heard` (the same clips, or without noise)."""
     from glassformer.tasks.speech.clips import pad_features
 
     with torch.no_grad():
-        t_batch = pad_features([features(teacher, a) for a in clips])
+        t_batch = pad_features([features(teacher, a) for a in (heard or clips)])
         t_memory, _ = teacher.model.encode(t_batch)
     s_feats = [features(student, a) for a in clips]
     lengths = torch.tensor([f.size(-1) for f in s_feats])
@@ -185,6 +190,11 @@ def main() -> None:
         "--init", type=Path, help="a student's encoder.safetensors to go on training from"
     )
     parser.add_argument(
+        "--clean-teacher",
+        action="store_true",
+        help="the teacher reads each clip without its noise: the student learns to hear through it",
+    )
+    parser.add_argument(
         "--speed", type=float, default=0.0, help="half the clips 1 +- SPEED times as fast"
     )
     parser.add_argument(
@@ -236,8 +246,9 @@ def main() -> None:
             for group in optimizer.param_groups:
                 group["lr"] = args.lr * scale
             batch = [draw(digits, spoken, noises, rng, args.speed) for _ in range(args.batch)]
-            loss = kl_loss(teacher, student, [a for a, _ in batch], [t for _, t in batch],
-                           contexts, rng)  # fmt: skip
+            clean = [c for _, c, _ in batch] if args.clean_teacher else None
+            loss = kl_loss(teacher, student, [a for a, _, _ in batch], [t for _, _, t in batch],
+                           contexts, rng, clean)  # fmt: skip
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(encoder, 1.0)
