@@ -201,7 +201,7 @@ def load_exported(folder: str | Path, device: str = "cpu") -> SpeechModel:
         if "window_step" in manifest:  # a model fitted to shorter windows (bench/fit_window.py)
             features = dataclasses.replace(features, window_step=float(manifest["window_step"]))
     except (KeyError, TypeError, ValueError) as error:  # a ConfigError is a ValueError
-        raise CheckpointError(f"{folder / MANIFEST}: {error}") from None
+        raise CheckpointError(f"{folder / MANIFEST}: {error!r}") from None
     tokenizer = load_tokenizer(folder / "tokenizer.json")
     reading = read_vocabulary(tokenizer, rules, network.config.tgt_vocab_size)
     return SpeechModel(network, tokenizer, features, rules, reading)
