@@ -1,0 +1,123 @@
+"""A fast model first, a slower one only for the clips it is unsure of: what such a cascade
+would hear, from each model's results on every clip.
+
+    .venv/bin/python bench/bench_cascade.py --fast runs/fit-window-5/model \
+        --slow whisper-tiny.en [--slow runs/fit-window-5/model@10] [--out runs/cascade]
+
+Each model (MODEL, or MODEL@SECONDS for another encoder window) hears the sets of
+bench_whisper.py in int8 with the Listener's defaults: FSDD's test split (300), speech_commands_mini
+(150) and the coffee orders of 100 held-out voices (`coffee --clips 700 --heldout`), clean, at
+12 and at 6 dB, the same noise draws for every model. Its results, one row a clip (right,
+kept, confidence), are saved in --out and read back on a later run. Then for each --slow
+model and each cut C: the fast model's answer where it kept a command at confidence >= C,
+else the slow model's; and the share of clips that pay for the second hearing. Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_whisper as bw  # noqa: E402 - the sets, noise draws and grammars
+
+CUTS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+def sets() -> list[tuple[str, Path, list, object]]:
+    """(name, grammar, clean clips, is_right(i, heard)) for each of the three sets."""
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.evaluation import is_accepted
+
+    def slot_in(truth: list[str]):  # noqa: ANN202
+        return lambda i, heard: bool(set(truth[i].split("|")) & set(heard.slots.values()))
+
+    digits, digit_truth = bw.fsdd("test")
+    words, word_truth = bw.commands()
+    orders, rows = bw.coffee_clips(700, 7, heldout=True)
+    return [
+        ("digits", bw.ROOT / "bench/grammars/digits.yaml", [load_audio(p) for p in digits],
+         slot_in(digit_truth)),
+        ("words", bw.ROOT / "bench/grammars/words.yaml", [load_audio(p) for p in words],
+         slot_in(word_truth)),
+        ("coffee", bw.SHARED / "grammars/coffee_maker.yaml", orders,
+         lambda i, heard: is_accepted(heard, rows[i])),
+    ]  # fmt: skip
+
+
+def results_of(spec: str, out: Path) -> list[dict]:
+    """One row a clip and noise level for the model `spec`, from --out if it is there."""
+    from glassformer.files import write_text_atomically
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.listener import Listener
+
+    saved = out / (spec.replace("/", "_") + ".json")
+    if saved.is_file():
+        return json.loads(saved.read_text())
+    model, _, step = spec.partition("@")
+    config = ListenerConfig(
+        model=model, precision="int8", window_step=float(step) if step else None
+    )
+    rows = []
+    for name, grammar, clips, is_right in sets():
+        listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
+        for level, heard_clips in bw.noise_conditions(clips, [12, 6]):
+            for i, clip in enumerate(heard_clips):
+                heard = listener.understand(clip)
+                rows.append({
+                    "set": name, "level": level, "i": i, "right": bool(is_right(i, heard)),
+                    "kept": heard.intent is not None, "confidence": heard.confidence,
+                })  # fmt: skip
+            print(spec, name, level, sum(r["right"] for r in rows[-len(clips) :]), file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(saved, json.dumps(rows))
+    return rows
+
+
+def cells(rows: list[dict]) -> dict[str, int]:
+    """Right answers in each set and noise level."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        key = f"{row['set']} {row['level']}"
+        counts[key] = counts.get(key, 0) + row["right"]
+    return counts
+
+
+def cascade(fast: list[dict], slow: list[dict], cut: float) -> tuple[list[dict], float]:
+    """The cascade's rows at `cut`, and the share of clips heard twice."""
+    chosen = [
+        f if f["kept"] and f["confidence"] >= cut else s for f, s in zip(fast, slow, strict=True)
+    ]
+    return chosen, sum(c is not f for c, f in zip(chosen, fast, strict=True)) / len(fast)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", required=True, help="MODEL or MODEL@SECONDS, heard first")
+    parser.add_argument("--slow", action="append", required=True, help="heard when unsure")
+    parser.add_argument("--out", type=Path, default=Path("runs/cascade"), help="saved results")
+    args = parser.parse_args()
+    fast = results_of(args.fast, args.out)
+    report: dict = {args.fast: cells(fast)}
+    for spec in args.slow:
+        slow = results_of(spec, args.out)
+        report[spec] = cells(slow)
+        report[spec]["disagreeing clips, fast right / slow right"] = [
+            sum(f["right"] and not s["right"] for f, s in zip(fast, slow, strict=True)),
+            sum(s["right"] and not f["right"] for f, s in zip(fast, slow, strict=True)),
+        ]
+        for cut in CUTS:
+            chosen, twice = cascade(fast, slow, cut)
+            report[f"cascade to {spec} under {cut}"] = {
+                **cells(chosen),
+                "heard twice": round(twice, 3),
+            }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
