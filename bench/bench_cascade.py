@@ -10,7 +10,10 @@ bench_whisper.py in int8 with the Listener's defaults: FSDD's test split (300), 
 12 and at 6 dB, the same noise draws for every model. Its results, one row a clip (right,
 kept, confidence), are saved in --out and read back on a later run. Then for each --slow
 model and each cut C: the fast model's answer where it kept a command at confidence >= C,
-else the slow model's; and the share of clips that pay for the second hearing. Prints JSON.
+else the slow model's; and the share of clips that pay for the second hearing. With
+--recorded N, also the fast model's confidence on the N real recorded commands bench_board.py
+times (bench_serve.recorded_clips, the appointments grammar) and how many of them each cut
+would hear twice. Prints JSON.
 """
 
 from __future__ import annotations
@@ -95,11 +98,38 @@ def cascade(fast: list[dict], slow: list[dict], cut: float) -> tuple[list[dict],
     return chosen, sum(c is not f for c, f in zip(chosen, fast, strict=True)) / len(fast)
 
 
+def recorded_doubts(spec: str, count: int) -> dict:
+    """The fast model's confidence on `count` real recorded commands, and how many of them
+    each cut would send to the second hearing."""
+    from bench_serve import recorded_clips
+
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.listener import Listener
+
+    wavs, grammar = recorded_clips(count)
+    model, _, step = spec.partition("@")
+    listener = Listener(
+        ListenerConfig(
+            model, grammar=str(grammar), precision="int8", window_step=float(step) if step else None
+        )
+    )
+    heard = [listener.understand(load_audio(wav)) for wav in wavs]
+    confidences = [round(h.confidence, 3) for h in heard]
+    return {
+        "confidence": confidences,
+        "heard twice": {
+            str(cut): sum(not h.accepted or h.confidence < cut for h in heard) for cut in CUTS
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", required=True, help="MODEL or MODEL@SECONDS, heard first")
     parser.add_argument("--slow", action="append", required=True, help="heard when unsure")
     parser.add_argument("--out", type=Path, default=Path("runs/cascade"), help="saved results")
+    parser.add_argument("--recorded", type=int, default=0, help="real commands to read doubts of")
     args = parser.parse_args()
     fast = results_of(args.fast, args.out)
     report: dict = {args.fast: cells(fast)}
@@ -116,6 +146,10 @@ def main() -> None:
                 **cells(chosen),
                 "heard twice": round(twice, 3),
             }
+    if args.recorded:
+        report[f"{args.fast} on {args.recorded} recorded commands"] = recorded_doubts(
+            args.fast, args.recorded
+        )
     print(json.dumps(report, indent=1))
 
 
