@@ -146,7 +146,10 @@ def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
     config = TrainConfig(**{**train_fields, "steps": recipe.steps})
     noise = str(SHARED / "noise")
     data_config = SpeechDataConfig(noise_dir=noise, **dict(recipe.data_fields))
-    train_speech(grammar, data, model_fields, config, data_config, run, False, recipe.features())
+    train_speech(
+        grammar, data, model_fields, config, data_config, run, progress=False,
+        features=recipe.features(),
+    )  # fmt: skip
     return run
 
 
@@ -261,8 +264,9 @@ def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict
         config = TrainConfig(**{**train_fields, "steps": recipe.steps})
         data_config = SpeechDataConfig(noise_dir=str(SHARED / "noise"), **dict(recipe.data_fields))
         train_speech(
-            grammar, data, model_fields, config, data_config, run, False, recipe.features()
-        )
+            grammar, data, model_fields, config, data_config, run, progress=False,
+            features=recipe.features(),
+        )  # fmt: skip
     truth = [DIGIT_NAMES[fsdd_parts(p)[0]] + ("|oh" if p.name[0] == "0" else "") for p in files]
     chosen = {
         "official_test_split": lambda d, s, i: i < 5,

@@ -219,7 +219,14 @@ def train_from_scratch(
     resume = same and (out / "last" / "train_state.json").is_file()
     data_config = SpeechDataConfig(noise_dir=noise_dir)
     train_speech(
-        GRAMMAR, data_dir, dict(recipe.model), train_config, data_config, out, resume, progress
+        GRAMMAR,
+        data_dir,
+        dict(recipe.model),
+        train_config,
+        data_config,
+        out,
+        resume=resume,
+        progress=progress,
     )
 
 

@@ -73,7 +73,7 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
         train_config,
         data_config,
         out,
-        args.resume,
+        resume=args.resume,
         progress=True,
         init=args.init,
     )

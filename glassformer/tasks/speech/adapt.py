@@ -165,8 +165,8 @@ def fine_tune(
         train_config,
         data_config,
         out,
-        resume,
-        progress,
+        resume=resume,
+        progress=progress,
         init=config.model,
     )
 

@@ -182,6 +182,7 @@ def train_speech(
     train_config: TrainConfig,
     data_config: SpeechDataConfig,
     out: Path,
+    *,
     resume: bool = False,
     progress: bool = True,
     features: FeatureConfig | None = None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from glassformer.audio.feature_config import FeatureConfig
 from glassformer.audio.io import load_audio
 from glassformer.cli import main
 from glassformer.tasks.speech.config import SPEECH_PRESETS, ListenerConfig, SpeechDataConfig
@@ -30,6 +31,7 @@ CLEAN = SpeechDataConfig(
     spec_augment=False,
     bpe_vocab_size=300,
 )
+BAND = FeatureConfig(f_max=3800.0)  # not the default, so that a dropped setting shows
 
 
 def synth(grammar: Path, data: Path, *flags: str) -> None:
@@ -46,8 +48,15 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]
     synth(grammar, data, "--count", "12", "--seed", "3")
     model_fields, train_fields = SPEECH_PRESETS["tiny"].model, SPEECH_PRESETS["tiny"].train
     config = TrainConfig(**{**train_fields, "steps": 150, "batch_size": 8, "lr": 3e-3})
-    train_speech(grammar, data, model_fields, config, CLEAN, root / "run", progress=False)
-    return grammar, data, root / "run"
+    run = root / "run"
+    train_speech(grammar, data, model_fields, config, CLEAN, run, progress=False, features=BAND)
+    return grammar, data, run
+
+
+def test_the_model_reads_the_features_it_was_trained_with(trained: tuple[Path, Path, Path]) -> None:
+    # bench/bench_speech.py once passed its FeatureConfig where `progress` goes, and five
+    # measured runs trained on the default band: the settings given must be the ones saved
+    assert load_speech_model(trained[2]).features == BAND
 
 
 def test_overfits_the_training_clips(trained: tuple[Path, Path, Path]) -> None:
