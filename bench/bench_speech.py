@@ -22,6 +22,7 @@ training. Prints JSON.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import random
 import statistics
@@ -160,16 +161,20 @@ def accuracy(run: Path, files: list[Path], truth: list[str], slot: str) -> dict:
 
     speech = load_speech_model(run)
     constrained = SpeechOptions(4, True, speech.rules.reject_below)
-    right, latencies = 0, []
+    right, latencies, confusions = 0, [], collections.Counter()
     for path, expected in zip(files, truth, strict=True):
         waveform = load_audio(path)
         start = time.perf_counter()
         heard = transcribe(speech, waveform, constrained)
         latencies.append((time.perf_counter() - start, len(waveform) / 16_000))
-        right += heard.slots.get(slot) in expected.split("|")
+        said = heard.slots.get(slot)
+        right += said in expected.split("|")
+        if said not in expected.split("|"):
+            confusions[f"{expected.split('|')[0]} -> {said}"] += 1
     return {
         "files": len(files),
         "accuracy": right / len(files),
+        "most_confused": dict(confusions.most_common(8)),
         "median_latency_s": statistics.median(t for t, _ in latencies),
         "real_time_factor": sum(t for t, _ in latencies) / sum(s for _, s in latencies),
     }
