@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -289,7 +290,8 @@ def train_on(
                 elapsed = round(time.perf_counter() - start, 1)  # this call's training time
                 row = {"step": step, "val_loss": val_loss, "val_ppl": perplexity, "time_s": elapsed}
                 log.write({**row, **task.extra_metrics(val_loss)})
-                bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}")
+                line = f"step {step}: train loss {loss_value:.4f}, val loss {val_loss:.4f}"
+                bar.write(line, file=sys.stderr)  # tqdm's default is stdout: a caller's
                 plot_loss_curve(log.read(), out / CURVE_FILE)
             new_best = val_loss < best_val
             best_val = min(best_val, val_loss)

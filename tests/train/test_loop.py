@@ -131,7 +131,9 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path: Path) -> None:
     assert losses[0] == pytest.approx(losses[1], abs=1e-5)
 
 
-def test_run_writes_best_last_metrics_and_curve_and_learns(tmp_path: Path) -> None:
+def test_run_writes_best_last_metrics_and_curve_and_learns(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     result = train(
         make_model(dropout=0.0),
         CountingTask(8),
@@ -157,6 +159,8 @@ def test_run_writes_best_last_metrics_and_curve_and_learns(tmp_path: Path) -> No
     assert all(1 <= r["threads"] <= torch.get_num_threads() for r in steps)  # the governor's
     header = json.loads((tmp_path / "last" / "config.json").read_text())
     assert header["train"]["steps"] == 60 and header["task"] == "counting"
+    out, err = capsys.readouterr()  # stdout is a caller's (bench/ prints JSON there)
+    assert out == "" and "step 60: train loss" in err, (out, err)
 
 
 def test_a_time_limit_stops_with_an_evaluation_and_a_checkpoint(tmp_path: Path) -> None:
