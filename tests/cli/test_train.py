@@ -82,14 +82,14 @@ def test_train_lm_on_a_rank_that_is_not_0_prints_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """The command's own lines (its tables, the result, "checkpoints:") come from rank 0
-    alone. (The loop's per-evaluation lines follow its process group's rank, which RANK
-    alone does not make: with WORLD_SIZE unset this process is the whole run.)"""
+    alone. (The loop's per-evaluation lines, on stderr, follow its process group's rank,
+    which RANK alone does not make: with WORLD_SIZE unset this process is the whole run.)"""
     monkeypatch.setenv("RANK", "1")  # torchrun's second process
     steps = ["--preset", "tiny", "--steps", "2", "--eval-every", "2", "--out", str(tmp_path / "r")]
     capsys.readouterr()
     assert main(["train", "lm", *lm_argv(tmp_path), *steps]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines and all(line.startswith("step ") for line in lines), lines
+    out, err = capsys.readouterr()
+    assert out == "" and "step 2: train loss" in err, (out, err)
 
 
 def lm_argv(tmp_path: Path) -> list[str]:
