@@ -175,7 +175,8 @@ class Adaptation:
         self.out.mkdir(parents=True, exist_ok=True)
         from glassformer.files import open_for_append
 
-        # a SIGTERM or Ctrl-C inside Popen would leave a child nobody records: held to the end
+        # a SIGTERM or Ctrl-C inside Popen would leave a child nobody records, and one inside
+        # Thread.start a watcher that stop() cannot join: held until both are done
         with open_for_append(self.log) as log, signals_held():  # the child holds its own fd
             self.child = subprocess.Popen(
                 self.command,
@@ -185,13 +186,15 @@ class Adaptation:
                 env=child_environment(),
                 start_new_session=True,  # its own process group: stop() signals it all
             )
-        self.state = "adapting"
-        say(
-            f"adapting the model to {self.name} in the background (pid {self.child.pid}, its "
-            f"log {self.log}); {self.name} is served zero-shot until then"
-        )
-        self.watcher = threading.Thread(target=self.watch, name="glassformer-adapt", daemon=True)
-        self.watcher.start()
+            self.state = "adapting"
+            say(
+                f"adapting the model to {self.name} in the background (pid {self.child.pid}, "
+                f"its log {self.log}); {self.name} is served zero-shot until then"
+            )
+            self.watcher = threading.Thread(
+                target=self.watch, name="glassformer-adapt", daemon=True
+            )
+            self.watcher.start()
 
     def watch(self) -> None:
         """On the watcher thread: wait for the child, then switch or say why not."""

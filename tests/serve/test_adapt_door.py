@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -241,28 +242,40 @@ def test_shutting_down_the_server_stops_a_running_child_and_its_own(
     served.adaptation.stop()  # a second stop (cmd_serve's finally) does nothing more
 
 
+@pytest.mark.parametrize("moment", ["popen", "watcher"])
 def test_a_sigterm_while_the_child_starts_still_stops_it(
+    moment: str,
     config: ListenerConfig,
     grammar: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The race CI once lost: the door's SIGTERM inside Popen (after the fork, before the
-    child is recorded) left a child that nobody stopped. Here it comes at that moment."""
+    """The races CI and a loaded suite once lost: the door's SIGTERM inside Popen (after the
+    fork, before the child is recorded) left a child that nobody stopped; inside the
+    watcher's Thread.start, the door's `finally` could not join a thread never started
+    (a traceback, exit 1). Here it comes at each moment."""
     served = serve_zero_shot(config, grammar)
     out, pid_file = tmp_path / "adapted", tmp_path / "grandchild.pid"
     command = [sys.executable, "-c", LONG_ADAPT, str(pid_file)]
-    real_popen = subprocess.Popen
+    real_popen, real_start = subprocess.Popen, threading.Thread.start
 
     def popen_then_sigterm(*args: object, **kwargs: object) -> subprocess.Popen:
         child = real_popen(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGTERM)  # handled at once, were it not held
         return child
 
+    def sigterm_then_start(thread: threading.Thread) -> None:
+        if thread.name == "glassformer-adapt":
+            os.kill(os.getpid(), signal.SIGTERM)
+        real_start(thread)
+
     def exit_143(number: int, _: object) -> None:
         raise SystemExit(128 + number)
 
-    monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    if moment == "popen":
+        monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    else:
+        monkeypatch.setattr(threading.Thread, "start", sigterm_then_start)
     previous = signal.signal(signal.SIGTERM, exit_143)  # the door's (cli/serve.exit_on_sigterm)
     adaptation = Adaptation(served.speech, config, grammar, out, command=command)
     try:
