@@ -240,6 +240,12 @@ def fsdd_parts(path: Path) -> tuple[int, str, int]:
     return int(digit), speaker, int(index)
 
 
+def fsdd_answers(path: Path) -> list[str]:
+    """The digit slot values right for an FSDD clip: its digit's name ("oh" for zero too)."""
+    digit = fsdd_parts(path)[0]
+    return [DIGIT_NAMES[digit], *(["oh"] if digit == 0 else [])]
+
+
 def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict:
     """The article's model on real and synthetic speech together: FSDD's training recordings
     (idx 5-49) of every speaker but `held_out`, and the digits grammar's 2,500 synthetic
@@ -274,7 +280,7 @@ def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict
                 )  # fmt: skip
         write_text_atomically(data / MANIFEST, "".join(json.dumps(r) + "\n" for r in rows))
         train_small(grammar, data, run, recipe)
-    truth = [DIGIT_NAMES[fsdd_parts(p)[0]] + ("|oh" if p.name[0] == "0" else "") for p in files]
+    truth = ["|".join(fsdd_answers(p)) for p in files]
     chosen = {"official_test_split": lambda d, s, i: i < 5}
     if held_out != "none":  # FSDD's own protocol trains on all six; this one leaves one out
         chosen["test_split_trained_speakers"] = lambda d, s, i: i < 5 and s != held_out
@@ -335,6 +341,12 @@ def coffee(recipe: Recipe) -> dict:
     return rates
 
 
+def overrides(flags: list[str], read=None) -> tuple[tuple[str, object], ...]:  # noqa: ANN001
+    """FIELD=VALUE flags as (field, value) pairs, each value read by `read` (number_or_text)."""
+    read = read or number_or_text
+    return tuple((name, read(value)) for name, value in (f.split("=", 1) for f in flags))
+
+
 def number_or_text(value: str) -> object:
     """A flag's value as the int, float or text it reads as ("40", "3800.0", "logmel")."""
     for kind in (int, float):
@@ -378,12 +390,10 @@ def main() -> None:
         "--model", action="append", default=[], help="the small preset's FIELD=NUMBER (dropout=0.1)"
     )
     args = parser.parse_args()
-    fields = tuple((name, float(value)) for name, value in (a.split("=") for a in args.set))
-    feature_fields = tuple((name, number_or_text(value)) for name, value in
-                           (a.split("=", 1) for a in args.feature))  # fmt: skip
-    model_fields = tuple((name, number_or_text(value)) for name, value in
-                         (a.split("=", 1) for a in args.model))  # fmt: skip
-    recipe = Recipe(args.steps, args.reuse, fields, feature_fields, model_fields, args.seed)
+    recipe = Recipe(
+        args.steps, args.reuse, overrides(args.set, float), overrides(args.feature),
+        overrides(args.model), args.seed,
+    )  # fmt: skip
     torch.manual_seed(0)
     if args.what == "speed":
         result = speed()

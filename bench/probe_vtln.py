@@ -22,24 +22,24 @@ import sys
 from pathlib import Path
 
 import torch
-from bench_speech import DIGIT_NAMES, SHARED, fsdd_parts
+from bench_speech import SHARED, fsdd_answers, fsdd_parts
 
 WARPS = (0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15)
 
 
 @torch.inference_mode()
-def hear(speech, waveforms: list, warp: float) -> list[tuple[str | None, float]]:  # noqa: ANN001
-    """(the digit heard, its confidence) for each clip, its features warped by `warp`."""
+def hear(speech, clips: list, warp: float) -> list[tuple[str | None, float]]:  # noqa: ANN001
+    """(the digit heard, its confidence) for each clip (clip_audio's cut), its features
+    warped by `warp`: transcribe's path for one clip, with the warp it does not take."""
     from glassformer.audio.features import compute_features
     from glassformer.audio.io import SAMPLE_RATE
-    from glassformer.tasks.speech.clips import clip_audio, most_tokens
+    from glassformer.tasks.speech.clips import most_tokens
     from glassformer.tasks.speech.inference import SpeechOptions
     from glassformer.tasks.speech.search import decode_clips
 
     options = SpeechOptions(4, True, speech.rules.reject_below)
     heard = []
-    for waveform in waveforms:
-        clip = clip_audio(speech, waveform)
+    for clip in clips:
         features = compute_features(torch.from_numpy(clip), speech.features, warp)
         features = features[..., : speech.model.max_frames][None]  # (1, M, N)
         memory, padding = speech.model.encode(features, None)
@@ -51,6 +51,7 @@ def hear(speech, waveforms: list, warp: float) -> list[tuple[str | None, float]]
 
 def probe(run: Path, speaker: str, indices: range) -> dict:
     from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.clips import clip_audio
     from glassformer.tasks.speech.loading import load_speech_model
 
     speech = load_speech_model(run)
@@ -61,9 +62,9 @@ def probe(run: Path, speaker: str, indices: range) -> dict:
     ]
     if not files:
         sys.exit(f"--speaker {speaker}: no FSDD clips")
-    truth = [{DIGIT_NAMES[fsdd_parts(p)[0]], *(["oh"] if p.name[0] == "0" else [])} for p in files]
-    waveforms = [load_audio(p) for p in files]
-    by_warp = {w: hear(speech, waveforms, w) for w in WARPS}
+    truth = [fsdd_answers(p) for p in files]
+    clips = [clip_audio(speech, load_audio(p)) for p in files]  # cut once, warped 7 times
+    by_warp = {w: hear(speech, clips, w) for w in WARPS}
 
     def right(answers: list[tuple[str | None, float]]) -> int:
         return sum(said in accepted for (said, _), accepted in zip(answers, truth, strict=True))
