@@ -14,7 +14,7 @@ DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
 def cmd_voice_synth(args: argparse.Namespace) -> None:
     from glassformer.errors import GlassformerError
     from glassformer.voice.grammar import Grammar
-    from glassformer.voice.synth import MAX_CLIPS, synthesize
+    from glassformer.voice.synth import MAX_CLIPS, MAX_PITCH_HZ, MIN_PITCH_HZ, synthesize
 
     if not 1 <= args.count <= MAX_CLIPS:
         raise GlassformerError(f"--count {args.count}: must be from 1 to {MAX_CLIPS:,} clips")
@@ -22,6 +22,12 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
         raise GlassformerError(f"--noise-dir {args.noise_dir}: no such folder")
     if not 0 <= args.word_by_word <= 1:  # nan too
         raise GlassformerError(f"--word-by-word {args.word_by_word}: must be a share from 0 to 1")
+    low, high = args.pitch_hz or (MIN_PITCH_HZ, MAX_PITCH_HZ)
+    if not MIN_PITCH_HZ <= low <= high <= MAX_PITCH_HZ:  # nan too
+        raise GlassformerError(
+            f"--pitch-hz {low:g} {high:g}: must be LOW <= HIGH, from {MIN_PITCH_HZ} to "
+            f"{MAX_PITCH_HZ} Hz"
+        )
     noise_dir = str(Path(args.noise_dir).resolve()) if args.noise_dir else ""
     grammar = Grammar.from_yaml(args.grammar)
     print(f"synthesizing {args.count:,} clips of {args.grammar} into {args.out}", flush=True)
@@ -34,6 +40,7 @@ def cmd_voice_synth(args: argparse.Namespace) -> None:
         progress=progress,
         noise_dir=noise_dir,
         word_by_word=args.word_by_word,
+        pitch_hz=tuple(args.pitch_hz) if args.pitch_hz else None,
     )
     print(f"wrote {args.count} clips and {manifest} ({grammar.count():,} sentences in the grammar)")
 
@@ -210,7 +217,7 @@ def add_voice_commands(
         "text-to-speech voice on the machine (espeak-ng accents and variants, flite), at varied "
         "speeds and pitches, a share of them word by word (--word-by-word). Validation clips "
         "use voices never used for training. Resumes an interrupted run (same grammar, seed "
-        "and share only).",
+        "share and pitches only).",
     )
     synth.add_argument("--grammar", default=str(DEFAULT_GRAMMAR), help="grammar YAML")
     synth.add_argument("--out", required=True, metavar="DATA_DIR", help="dataset directory")
@@ -226,6 +233,16 @@ def add_voice_commands(
         metavar="SHARE",
         help="share of clips (0-1) spoken a few words at a time with pauses, as people say "
         "commands to machines and phone prompts are recorded (the demo uses 0.5; default: 0)",
+    )
+    synth.add_argument(
+        "--pitch-hz",
+        type=float,
+        nargs=2,
+        metavar=("LOW", "HIGH"),
+        help="draw each clip's mean F0 from LOW to HIGH Hz where a voice takes one (flite's "
+        "kal, awb and slt, festival's diphones; espeak-ng over its whole scale), for voices "
+        "higher or lower than the TTS voices' own 85-135 Hz (slt's 175) (default: each "
+        "voice's own pitch; 85 250 measured for the demo's real voice in docs/benchmarks.md)",
     )
     synth.set_defaults(handler=cmd_voice_synth)
 

@@ -11,6 +11,14 @@ Engines (Debian packages, installed by `make setup` when missing):
     flite       its compiled-in voices (kal, awb, rms, slt, ...)
     festival    its installed English voices (kal and ked diphones, the slt HTS voice)
 
+Pitch (`pitch_hz`, off by default): left to themselves, all voices but slt speak at 85-135
+Hz. Given a range, each clip's mean F0 is drawn from it for every voice that takes one
+(flite's kal, awb and slt, festival's diphones; not flite's rms nor the HTS slt) and
+espeak-ng's pitch from the whole of its scale; without one, the voices keep their own and
+espeak-ng draws from the middle of its scale. Measured for the demo's real voice (a woman's
+190 Hz, which the demo's model hears better lowered 2 semitones): not kept there, no gain
+over three training seeds (docs/benchmarks.md, "The demo's lesson on a real voice").
+
 Word by word (`word_by_word`, a share of the clips): people talking to a machine often say
 a command a few words at a time, each in its own citation form, with pauses between ("friday
 ... at ... five p m"), and recorded phone prompts are made exactly so (voice/recorded.py).
@@ -30,8 +38,8 @@ Dataset layout (DATA_DIR):
                         (and "spoken": "word by word" for such clips)
     dataset.json        what made the clips: grammar (its path), grammar_sha256 (of its
                         expressions and slots), seed, val_fraction, voices_sha256, count,
-                        word_by_word (the share spoken so), noise_dir (the noise
-                        training mixes in)
+                        word_by_word (the share spoken so), pitch_hz (the F0 range
+                        drawn, or null), noise_dir (the noise training mixes in)
 Clips are written atomically and a clip already on disk is not rendered again, so an
 interrupted run resumes where it stopped. Clip N is the Nth sentence drawn with the seed, so
 a clip may only be reused by a run with the same grammar, seed and voices: dataset.json is
@@ -72,6 +80,9 @@ MAX_RUN = 3  # words in one run of a word-by-word clip
 # engine's at its usual speed; word-by-word clips are spoken at these speeds instead
 SLOW_STRETCH = (1.0, 2.0)  # flite's and festival's duration factors
 SLOW_WORDS_PER_MINUTE = (80, 150)  # espeak-ng's speeds
+ESPEAK_PITCH = (25, 75)  # espeak-ng's -p (0-99): about 65-160 Hz for its male variants
+ESPEAK_PITCH_WIDE = (25, 99)  # ... with pitch_hz given
+MIN_PITCH_HZ, MAX_PITCH_HZ = 50, 400  # a pitch_hz range's bounds: a bass to a child
 LETTER_RUN = re.compile(r"\b[a-z](?: [a-z]\b)+")  # "a m", "p m": letters said one by one
 BATCH_CLIPS = 64  # clips planned and rendered at a time, so the first appear at once
 
@@ -153,23 +164,33 @@ def available_voices() -> list[Voice]:
 
 
 def tts_command(
-    voice: Voice, text: str, rng: random.Random, raw: Path, slow: bool = False
+    voice: Voice,
+    text: str,
+    rng: random.Random,
+    raw: Path,
+    slow: bool = False,
+    pitch_hz: tuple[float, float] | None = None,
 ) -> list[str]:
-    """The command line that speaks `text` into the WAV `raw`, at a random speed (and pitch);
-    `slow`: the speeds of a word said on its own (SLOW_STRETCH, SLOW_WORDS_PER_MINUTE)."""
+    """The command line that speaks `text` into the WAV `raw`, at a random speed and pitch;
+    `slow`: the speeds of a word said on its own (SLOW_STRETCH, SLOW_WORDS_PER_MINUTE);
+    `pitch_hz`: the range of mean F0 drawn (None: each voice's own; see above)."""
     low, high = SLOW_STRETCH if slow else (0.85, 1.25)
     stretch = f"{rng.uniform(low, high):.2f}"  # duration factor: > 1 is slower
     if voice.engine == "espeak-ng":
         words_per_minute = rng.randint(*(SLOW_WORDS_PER_MINUTE if slow else (125, 200)))
-        speed, pitch = str(words_per_minute), str(rng.randint(25, 75))  # pitch: 0-99
+        level = rng.randint(*(ESPEAK_PITCH_WIDE if pitch_hz else ESPEAK_PITCH))
+        speed, pitch = str(words_per_minute), str(level)
         return ["espeak-ng", "-v", voice.name, "-s", speed, "-p", pitch, "-w", str(raw), text]
+    f0 = round(rng.uniform(*pitch_hz)) if pitch_hz else None
     if voice.engine == "flite":
+        pitch_flags = ["--setf", f"int_f0_target_mean={f0}"] if f0 else []
+        stretch_flags = ["--setf", f"duration_stretch={stretch}"]
         return [
             "flite",
             "-voice",
             voice.name,
-            "--setf",
-            f"duration_stretch={stretch}",
+            *stretch_flags,
+            *pitch_flags,
             "-t",
             text,
             "-o",
@@ -177,7 +198,11 @@ def tts_command(
         ]
     script = raw.with_suffix(".txt")
     script.write_text(text)
-    setup = f"(begin (voice_{voice.name}) (Parameter.set 'Duration_Stretch {stretch}))"
+    pitch_eval = ""
+    if f0:  # festival's diphone voices predict F0 by regression, rescaled to a target mean
+        targets = f"(target_f0_mean {f0}) (target_f0_std {round(f0 / 6)})"
+        pitch_eval = f" (set! int_lr_params '({targets} (model_f0_mean 170) (model_f0_std 34)))"
+    setup = f"(begin (voice_{voice.name}) (Parameter.set 'Duration_Stretch {stretch}){pitch_eval})"
     return ["text2wave", "-eval", setup, "-o", str(raw), str(script)]  # text2wave keeps one -eval
 
 
@@ -188,13 +213,19 @@ def spoken_form(text: str) -> str:
     return LETTER_RUN.sub(lambda run: ".".join(run.group(0).split()) + ".", text)
 
 
-def speak(voice: Voice, text: str, rng: random.Random, slow: bool = False) -> np.ndarray:
-    """`text` spoken by `voice` at a speed (and pitch) drawn from `rng`: 16 kHz samples."""
+def speak(
+    voice: Voice,
+    text: str,
+    rng: random.Random,
+    slow: bool = False,
+    pitch_hz: tuple[float, float] | None = None,
+) -> np.ndarray:
+    """`text` spoken by `voice` at a speed and pitch drawn from `rng`: 16 kHz samples."""
     from glassformer.audio.io import load_audio
 
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
-        command = tts_command(voice, text, rng, raw, slow)
+        command = tts_command(voice, text, rng, raw, slow, pitch_hz)
         subprocess.run(command, capture_output=True, check=True)
         return load_audio(raw)
 
@@ -210,7 +241,9 @@ def word_runs(text: str, rng: random.Random) -> list[str]:
     return runs
 
 
-def speak_word_by_word(voice: Voice, text: str, clip_seed: float) -> np.ndarray:
+def speak_word_by_word(
+    voice: Voice, text: str, clip_seed: float, pitch_hz: tuple[float, float] | None = None
+) -> np.ndarray:
     """`text` spoken a few words at a time: each run one engine call at the clip's own slow
     speed and pitch (the same draws), trimmed, the runs joined by WORD_GAP of silence."""
     import numpy as np
@@ -223,25 +256,31 @@ def speak_word_by_word(voice: Voice, text: str, clip_seed: float) -> np.ndarray:
     for i, run in enumerate(word_runs(text, rng)):
         if i:
             pieces.append(np.zeros(int(rng.uniform(*WORD_GAP) * SAMPLE_RATE), np.float32))
-        said = speak(voice, run, random.Random(clip_seed), slow=True)  # the clip's own speed
+        said = speak(voice, run, random.Random(clip_seed), True, pitch_hz)  # the clip's own draws
         pieces.append(trim_silence(said, margin=0.02))
     return np.concatenate(pieces)
 
 
 def render(
-    voice: Voice, text: str, clip_seed: float, path: Path, word_by_word: bool = False
+    voice: Voice,
+    text: str,
+    clip_seed: float,
+    path: Path,
+    word_by_word: bool = False,
+    pitch_hz: tuple[float, float] | None = None,
 ) -> None:
     """Speak `text` with `voice` at a speed and pitch drawn from `clip_seed` (whole, or word
-    by word) into a 16 kHz WAV at `path`, its peak at a drawn level."""
+    by word; `pitch_hz` as in tts_command) into a 16 kHz WAV at `path`, its peak at a drawn
+    level."""
     import numpy as np
 
     from glassformer.audio.io import save_audio
 
     rng = random.Random(clip_seed)
     if word_by_word:
-        waveform = speak_word_by_word(voice, text, clip_seed)
+        waveform = speak_word_by_word(voice, text, clip_seed, pitch_hz)
     else:
-        waveform = speak(voice, spoken_form(text), rng)
+        waveform = speak(voice, spoken_form(text), rng, pitch_hz=pitch_hz)
     peak = float(np.abs(waveform).max()) or 1.0
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))
 
@@ -255,6 +294,24 @@ def check_share(word_by_word: object) -> float:
     if not isinstance(word_by_word, int | float) or not 0 <= word_by_word <= 1:
         raise GlassformerError(f"word_by_word={word_by_word!r}: must be a share from 0 to 1")
     return float(word_by_word)
+
+
+def check_pitch(pitch_hz: object) -> tuple[float, float] | None:
+    """None, or a range of mean F0 (LOW, HIGH) within MIN_PITCH_HZ..MAX_PITCH_HZ.
+
+    Raises:
+        GlassformerError: "pitch_hz=(300, 100): ..." for anything else.
+    """
+    if pitch_hz is None:
+        return None
+    low, high = pitch_hz if isinstance(pitch_hz, tuple | list) and len(pitch_hz) == 2 else (0, 0)
+    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (low, high))
+    if not numbers or not MIN_PITCH_HZ <= low <= high <= MAX_PITCH_HZ:
+        raise GlassformerError(
+            f"pitch_hz={pitch_hz!r}: must be two numbers LOW <= HIGH from {MIN_PITCH_HZ} to "
+            f"{MAX_PITCH_HZ} Hz"
+        )
+    return (low, high)
 
 
 def check_count(count: object) -> int:
@@ -305,6 +362,7 @@ def dataset_info(
     voices: list[Voice],
     count: int,
     word_by_word: float = 0.0,
+    pitch_hz: tuple[float, float] | None = None,
 ) -> dict:
     """What decides every clip's text, voice and manner (and so whether clips may be reused)."""
     voice_keys = "\n".join(sorted(v.key for v in voices))
@@ -315,6 +373,7 @@ def dataset_info(
         "val_fraction": val_fraction,
         "voices_sha256": hashlib.sha256(voice_keys.encode()).hexdigest(),
         "word_by_word": word_by_word,
+        "pitch_hz": list(pitch_hz) if pitch_hz else None,
         "count": count,
     }
 
@@ -369,6 +428,11 @@ def check_resumable(out: Path, info: dict, grammar: Grammar, voices: list[Voice]
                 f"{out} holds clips with another share spoken word by word "
                 f"({held.get('word_by_word', 0.0)}, this run {info['word_by_word']}): {fix}"
             )
+        if held.get("pitch_hz") != info["pitch_hz"]:  # folders made before it: None
+            raise GlassformerError(
+                f"{out} holds clips spoken at other pitches (pitch_hz {held.get('pitch_hz')}, "
+                f"this run {info['pitch_hz']}): {fix}"
+            )
         return
     rows = read_manifest(out) if (out / MANIFEST).is_file() else []
     clips = list((out / "clips").glob("*.wav")) if (out / "clips").is_dir() else []
@@ -391,9 +455,11 @@ def synthesize(
     progress: bool = True,
     noise_dir: str | Path = "",
     word_by_word: float = 0.0,
+    pitch_hz: tuple[float, float] | None = None,
 ) -> Path:
     """Render `count` sampled commands into DATA_DIR (resuming what is already there), a
-    `word_by_word` share of them spoken a few words at a time with pauses (see above).
+    `word_by_word` share of them spoken a few words at a time with pauses, each at a mean
+    F0 drawn from `pitch_hz` where a voice takes one (see above).
 
     Everything is checked before anything is written: a bad count, no TTS engine, or a folder
     holding another grammar's or seed's clips leave the disk as it was. A run that fails (a
@@ -409,9 +475,10 @@ def synthesize(
 
     check_count(count)
     check_share(word_by_word)
+    pitch_hz = check_pitch(pitch_hz)
     out = output_path(out)  # "" would be the current directory
     voices = available_voices()
-    info = dataset_info(grammar, seed, val_fraction, voices, count, word_by_word)
+    info = dataset_info(grammar, seed, val_fraction, voices, count, word_by_word, pitch_hz)
     check_resumable(out, info, grammar, voices)
     made = [p for p in (out, out / DATASET_INFO, out / "clips") if not p.exists()]
     try:
@@ -467,13 +534,14 @@ def render_all(
     from glassformer.progress import progress_bar
 
     count, share = info["count"], info["word_by_word"]
+    pitch_hz = tuple(info["pitch_hz"]) if info["pitch_hz"] else None
 
     def work(job: Job) -> dict:
         clip_id, command, voice, _, clip_seed = job
         path = out / "clips" / f"{clip_id}.wav"
         if not path.is_file():
             words = is_word_by_word(clip_seed, share)
-            render(voice, command.text, clip_seed, path, word_by_word=words)
+            render(voice, command.text, clip_seed, path, word_by_word=words, pitch_hz=pitch_hz)
         return manifest_row(job, share)
 
     jobs = itertools.islice(plan_jobs(grammar, info["seed"], info["val_fraction"], voices), count)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -23,9 +24,11 @@ from glassformer.voice.synth import (
     read_manifest,
     synthesize,
 )
-from tests.installed import needs_espeak
+from tests.installed import missing, needs_espeak
 
 pytestmark = needs_espeak
+HAS_FLITE = shutil.which("flite") is not None
+HAS_FESTIVAL = shutil.which("text2wave") is not None
 GRAMMAR = Grammar({"order": ["[get, make] me a $size:size coffee"]}, {"size": ["small", "large"]})
 OTHER = Grammar({"order": ["[get, make] me a $size:size tea"]}, {"size": ["small", "large"]})
 GRAMMAR_YAML = (
@@ -40,7 +43,12 @@ def fake_render(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     rendered: list[str] = []
 
     def render(
-        voice: synth.Voice, text: str, clip_seed: float, path: Path, word_by_word: bool = False
+        voice: synth.Voice,
+        text: str,
+        clip_seed: float,
+        path: Path,
+        word_by_word: bool = False,
+        pitch_hz: tuple | None = None,
     ) -> None:
         rendered.append(text)
         save_audio(path, np.zeros(1600))
@@ -188,6 +196,9 @@ def test_cli_two_seeds_into_one_folder(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([*synth_args[:-1], str(fresh), "--count", "3", "--seed", "1"]) == 0
     info = json.loads((fresh / "dataset.json").read_text())
     assert info["grammar"] == str(grammar_file.resolve()) and info["seed"] == 1
+    pitched = tmp_path / "pitched"
+    assert main([*synth_args[:-1], str(pitched), "--count", "3", "--pitch-hz", "85", "250"]) == 0
+    assert json.loads((pitched / "dataset.json").read_text())["pitch_hz"] == [85, 250]
 
 
 @pytest.mark.parametrize(
@@ -200,6 +211,9 @@ def test_cli_two_seeds_into_one_folder(tmp_path: Path, capsys: pytest.CaptureFix
         (["--grammar", "/nonexistent.yaml"], "/nonexistent.yaml: no such grammar file"),
         (["--word-by-word", "1.5"], "--word-by-word 1.5: must be a share from 0 to 1"),
         (["--word-by-word", "nan"], "--word-by-word nan: must be a share from 0 to 1"),
+        (["--pitch-hz", "250", "85"], "--pitch-hz 250 85: must be LOW <= HIGH, from 50 to 400"),
+        (["--pitch-hz", "nan", "200"], "--pitch-hz nan 200: must be LOW <= HIGH"),
+        (["--pitch-hz", "20", "200"], "--pitch-hz 20 200: must be LOW <= HIGH"),
     ],
 )
 def test_cli_bad_flags_are_one_line_errors_and_leave_nothing(
@@ -318,3 +332,51 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_made(
     )
     assert main(argv) == 0  # resumes: the two clips kept are reused
     assert len(read_manifest(out)) == 4
+
+
+def mean_f0(waveform: np.ndarray) -> float:
+    """The median F0 of a clip's voiced frames, Hz (librosa's pYIN)."""
+    import librosa
+
+    f0, voiced, _ = librosa.pyin(waveform, fmin=60, fmax=400, sr=16000, frame_length=1024)
+    return float(np.median(f0[voiced]))
+
+
+@pytest.mark.parametrize(
+    ("voice", "present"),
+    [
+        (synth.Voice("flite", "kal"), HAS_FLITE),
+        (synth.Voice("flite", "slt"), HAS_FLITE),
+        (synth.Voice("festival", "kal_diphone"), HAS_FESTIVAL),
+    ],
+)
+def test_a_clip_is_spoken_at_a_pitch_drawn_from_the_range(
+    voice: synth.Voice, present: bool
+) -> None:
+    if not present:
+        missing(voice.engine)
+    for hz in (100, 220):  # a man's and a woman's mean F0
+        waveform = synth.speak(voice, "friday at seven", random.Random(0), pitch_hz=(hz, hz))
+        assert mean_f0(waveform) == pytest.approx(hz, rel=0.15), f"{voice.name} at {hz} Hz"
+
+
+def test_pitches_are_recorded_and_a_folder_of_other_pitches_is_not_resumed(
+    tmp_path: Path, fake_render: list
+) -> None:
+    synthesize(GRAMMAR, tmp_path / "old", 4, seed=1, progress=False)
+    assert read_dataset_info(tmp_path / "old")["pitch_hz"] is None, "each voice's own pitch"
+    synthesize(GRAMMAR, tmp_path / "new", 4, seed=1, progress=False, pitch_hz=(85, 250))
+    assert read_dataset_info(tmp_path / "new")["pitch_hz"] == [85, 250]
+    for folder, pitch_hz in [("old", (85, 250)), ("new", None), ("new", (90, 250))]:
+        before = snapshot(tmp_path / folder)
+        with pytest.raises(GlassformerError, match="holds clips spoken at other pitches"):
+            synthesize(GRAMMAR, tmp_path / folder, 6, seed=1, progress=False, pitch_hz=pitch_hz)
+        assert snapshot(tmp_path / folder) == before, "nothing changed on disk"
+    info = read_dataset_info(tmp_path / "old")
+    del info["pitch_hz"]  # a folder made before pitches could be drawn: each voice's own
+    (tmp_path / "old" / "dataset.json").write_text(json.dumps(info))
+    synthesize(GRAMMAR, tmp_path / "old", 6, seed=1, progress=False)
+    for bad in [(300, 100), (10, 100), (100, float("nan")), (100,), "high"]:
+        with pytest.raises(GlassformerError, match="must be two numbers LOW <= HIGH"):
+            synthesize(GRAMMAR, tmp_path / "bad", 4, progress=False, pitch_hz=bad)
+    assert not (tmp_path / "bad").exists()
