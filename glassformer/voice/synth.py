@@ -181,9 +181,9 @@ def tts_command(
         level = rng.randint(*(ESPEAK_PITCH_WIDE if pitch_hz else ESPEAK_PITCH))
         speed, pitch = str(words_per_minute), str(level)
         return ["espeak-ng", "-v", voice.name, "-s", speed, "-p", pitch, "-w", str(raw), text]
-    f0 = round(rng.uniform(*pitch_hz)) if pitch_hz else None
+    f0 = rng.uniform(*pitch_hz) if pitch_hz else None
     if voice.engine == "flite":
-        pitch_flags = ["--setf", f"int_f0_target_mean={f0}"] if f0 else []
+        pitch_flags = ["--setf", f"int_f0_target_mean={f0:.0f}"] if f0 else []
         stretch_flags = ["--setf", f"duration_stretch={stretch}"]
         return [
             "flite",
@@ -200,7 +200,7 @@ def tts_command(
     script.write_text(text)
     pitch_eval = ""
     if f0:  # festival's diphone voices predict F0 by regression, rescaled to a target mean
-        targets = f"(target_f0_mean {f0}) (target_f0_std {round(f0 / 6)})"
+        targets = f"(target_f0_mean {f0:.0f}) (target_f0_std {f0 / 6:.0f})"
         pitch_eval = f" (set! int_lr_params '({targets} (model_f0_mean 170) (model_f0_std 34)))"
     setup = f"(begin (voice_{voice.name}) (Parameter.set 'Duration_Stretch {stretch}){pitch_eval})"
     return ["text2wave", "-eval", setup, "-o", str(raw), str(script)]  # text2wave keeps one -eval
