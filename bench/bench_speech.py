@@ -29,6 +29,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -341,12 +342,6 @@ def coffee(recipe: Recipe) -> dict:
     return rates
 
 
-def overrides(flags: list[str], read=None) -> tuple[tuple[str, object], ...]:  # noqa: ANN001
-    """FIELD=VALUE flags as (field, value) pairs, each value read by `read` (number_or_text)."""
-    read = read or number_or_text
-    return tuple((name, read(value)) for name, value in (f.split("=", 1) for f in flags))
-
-
 def number_or_text(value: str) -> object:
     """A flag's value as the int, float or text it reads as ("40", "3800.0", "logmel")."""
     for kind in (int, float):
@@ -355,6 +350,13 @@ def number_or_text(value: str) -> object:
         except ValueError:
             pass
     return value
+
+
+def overrides(
+    flags: list[str], read: Callable[[str], object] = number_or_text
+) -> tuple[tuple[str, object], ...]:
+    """FIELD=VALUE flags as (field, value) pairs, each value read by `read`."""
+    return tuple((name, read(value)) for name, value in (f.split("=", 1) for f in flags))
 
 
 def main() -> None:
