@@ -8,7 +8,7 @@ command accuracy on real recordings after training on synthesized speech only.
     .venv/bin/python bench/bench_speech.py lesson   [--steps N] [--held-out SPEAKER|none]
                                              [--real-validation] [--set vtlp_range=0.15]
                                              [--feature f_max=3800] [--model dropout=0.1]
-                                             [--seed N]
+                                             [--seed N] [--pitch-hz LOW HIGH]
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
     .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
 
@@ -128,6 +128,12 @@ class Recipe:
     feature_fields: tuple[tuple[str, object], ...] = ()  # FeatureConfig overrides (ablations)
     model_fields: tuple[tuple[str, float], ...] = ()  # the small preset's model overrides
     seed: int = 1337  # TrainConfig's: weights, sampling and augmentation (not the synthesis)
+    pitch_hz: tuple[float, float] | None = None  # synthetic voices' mean F0 drawn from here
+
+    def data_name(self, name: str) -> str:
+        """A synthesized folder's name: clips at drawn pitches live apart from the voices'
+        own (a folder resumes only at its own pitches)."""
+        return name if self.pitch_hz is None else "{}-pitch{:g}-{:g}".format(name, *self.pitch_hz)
 
     def features(self):  # noqa: ANN201
         """The FeatureConfig a from-scratch run reads: the default, with the overrides."""
@@ -140,10 +146,10 @@ def train_on(grammar: Path, name: str, recipe: Recipe, clips: int) -> Path:
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import synthesize
 
-    data, run = WORK / f"{name}-data", WORK / f"{name}-run"
+    data, run = WORK / recipe.data_name(f"{name}-data"), WORK / f"{name}-run"
     if recipe.reuse and (run / "last").is_dir():
         return run
-    synthesize(Grammar.from_yaml(grammar), data, clips, progress=False)
+    synthesize(Grammar.from_yaml(grammar), data, clips, progress=False, pitch_hz=recipe.pitch_hz)
     train_small(grammar, data, run, recipe)
     return run
 
@@ -262,9 +268,11 @@ def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict
     speakers = sorted({fsdd_parts(p)[1] for p in files})
     if held_out not in [*speakers, "none"]:
         sys.exit(f"--held-out {held_out}: not an FSDD speaker ({', '.join(speakers)}) nor none")
-    synthetic, data, run = WORK / "digits-data", WORK / "lesson-data", WORK / "lesson-run"
+    synthetic, data = WORK / recipe.data_name("digits-data"), WORK / recipe.data_name("lesson-data")
+    run = WORK / "lesson-run"
     if not (recipe.reuse and (run / "last").is_dir()):
-        synthesize(Grammar.from_yaml(grammar), synthetic, 2500, progress=False)
+        synthesize(Grammar.from_yaml(grammar), synthetic, 2500, progress=False,
+                   pitch_hz=recipe.pitch_hz)  # fmt: skip
         rows = [dict(r, audio=f"synthetic/{r['audio']}") for r in read_manifest(synthetic)]
         for row in rows:  # hard links: the clips stay where `digits` made them
             linked_file(synthetic / row["audio"].removeprefix("synthetic/"), data / row["audio"])
@@ -383,6 +391,14 @@ def main() -> None:
         "--seed", type=int, default=1337, help="training's seed (another run of one recipe)"
     )
     parser.add_argument(
+        "--pitch-hz",
+        nargs=2,
+        type=float,
+        metavar=("LOW", "HIGH"),
+        help="synthesize the voices at mean pitches drawn from LOW-HIGH Hz (voice synth's "
+        "--pitch-hz; its own folder); default: each voice's own pitch",
+    )
+    parser.add_argument(
         "--set", action="append", default=[], help="SpeechDataConfig FIELD=NUMBER (ablations)"
     )
     parser.add_argument(
@@ -394,7 +410,7 @@ def main() -> None:
     args = parser.parse_args()
     recipe = Recipe(
         args.steps, args.reuse, overrides(args.set, float), overrides(args.feature),
-        overrides(args.model), args.seed,
+        overrides(args.model), args.seed, tuple(args.pitch_hz) if args.pitch_hz else None,
     )  # fmt: skip
     torch.manual_seed(0)
     if args.what == "speed":
