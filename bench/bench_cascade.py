@@ -13,7 +13,9 @@ model and each cut C: the fast model's answer where it kept a command at confide
 else the slow model's; and the share of clips that pay for the second hearing. With
 --recorded N, also the fast model's confidence on the N real recorded commands bench_board.py
 times (bench_serve.recorded_clips, the appointments grammar) and how many of them each cut
-would hear twice. Prints JSON.
+would hear twice. With --length-cuts T ..., also the fast model's answer for clips whose heard
+audio (silence trimmed, as the Listener trims it) lasts at least T s, the slow model's for
+shorter ones: a window chosen by the clip's length, each clip heard once. Prints JSON.
 """
 
 from __future__ import annotations
@@ -98,6 +100,24 @@ def cascade(fast: list[dict], slow: list[dict], cut: float) -> tuple[list[dict],
     return chosen, sum(c is not f for c, f in zip(chosen, fast, strict=True)) / len(fast)
 
 
+def heard_seconds() -> list[float]:
+    """How long each clip of results_of()'s rows is once its silence is trimmed, in their order."""
+    from glassformer.audio.io import SAMPLE_RATE
+    from glassformer.audio.silence import trim_silence
+
+    return [
+        len(trim_silence(clip)) / SAMPLE_RATE
+        for _, _, clips, _ in sets()
+        for _, heard_clips in bw.noise_conditions(clips, [12, 6])
+        for clip in heard_clips
+    ]
+
+
+def by_length(fast: list[dict], slow: list[dict], seconds: list[float], cut: float) -> list[dict]:
+    """The fast model's rows for clips heard at least `cut` s long, the slow one's for others."""
+    return [f if s >= cut else w for f, w, s in zip(fast, slow, seconds, strict=True)]
+
+
 def recorded_doubts(spec: str, count: int) -> dict:
     """The fast model's confidence on `count` real recorded commands, and how many of them
     each cut would send to the second hearing."""
@@ -130,6 +150,14 @@ def main() -> None:
     parser.add_argument("--slow", action="append", required=True, help="heard when unsure")
     parser.add_argument("--out", type=Path, default=Path("runs/cascade"), help="saved results")
     parser.add_argument("--recorded", type=int, default=0, help="real commands to read doubts of")
+    parser.add_argument(
+        "--length-cuts",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="T",
+        help="also: the fast model for clips heard at least T s long, the slow one for shorter",
+    )
     args = parser.parse_args()
     fast = results_of(args.fast, args.out)
     report: dict = {args.fast: cells(fast)}
@@ -145,6 +173,13 @@ def main() -> None:
             report[f"cascade to {spec} under {cut}"] = {
                 **cells(chosen),
                 "heard twice": round(twice, 3),
+            }
+        seconds = heard_seconds() if args.length_cuts else []
+        for cut in args.length_cuts:
+            chosen = by_length(fast, slow, seconds, cut)
+            report[f"{spec} for clips heard under {cut:g} s"] = {
+                **cells(chosen),
+                "read by the slow model": round(sum(s < cut for s in seconds) / len(seconds), 3),
             }
     if args.recorded:
         report[f"{args.fast} on {args.recorded} recorded commands"] = recorded_doubts(
