@@ -161,6 +161,7 @@ def main() -> None:
     args = parser.parse_args()
     fast = results_of(args.fast, args.out)
     report: dict = {args.fast: cells(fast)}
+    seconds = heard_seconds() if args.length_cuts else []  # each clip's, for every --slow
     for spec in args.slow:
         slow = results_of(spec, args.out)
         report[spec] = cells(slow)
@@ -174,7 +175,6 @@ def main() -> None:
                 **cells(chosen),
                 "heard twice": round(twice, 3),
             }
-        seconds = heard_seconds() if args.length_cuts else []
         for cut in args.length_cuts:
             chosen = by_length(fast, slow, seconds, cut)
             report[f"{spec} for clips heard under {cut:g} s"] = {
