@@ -195,11 +195,13 @@ def speed(
     recorded: bool = False,
     ct2_context: bool = False,
     ct2_type: str = "int8",
+    encoder_int8: bool = False,
 ) -> dict:
     """One thread each: our Listener (features, encoder, the grammar-constrained beam, the
     confidence; file in to intent JSON out) and CTranslate2's generate on the same features
     with the same beam, at `ct2_type`. recorded: 2-5 s appointment commands in a real
-    recorded voice (voice/recorded.py) instead of 1-s words.
+    recorded voice (voice/recorded.py) instead of 1-s words. encoder_int8: our encoder's
+    linear layers in int8 too (a model on torch; the Listener keeps it float32).
 
     CTranslate2 runs in a process of its own (CT2_CHILD), after ours: in a process that holds
     onnxruntime's sessions it ran 1.2-1.9x slower (docs/benchmarks.md), which flattered an
@@ -225,6 +227,12 @@ def speed(
     seconds = [len(load_audio(path)) / SAMPLE_RATE for path in files]
     listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
     speech = listener.speech
+    if encoder_int8:
+        from glassformer.layers.quantized import quantize_linear_layers
+
+        if not isinstance(speech.model, torch.nn.Module):
+            sys.exit("--encoder-int8: a model run on torch, not an exported one")
+        quantize_linear_layers(speech.model.encoder, head=False)
     listener.understand_file(files[0])  # warm-up: the vocabulary's reading, allocator pools
     ours_times = []
     for path in files:
@@ -283,6 +291,9 @@ def main() -> None:
     parser.add_argument(
         "--ct2-context", action="store_true", help="speed: CTranslate2 reads the context too"
     )
+    parser.add_argument(
+        "--encoder-int8", action="store_true", help="speed: our encoder in int8 too (torch)"
+    )
     args = parser.parse_args()
     from glassformer.tasks.speech.config import ListenerConfig
 
@@ -293,7 +304,9 @@ def main() -> None:
         **({"beam_size": args.beam} if args.beam else {}),
     )  # else beam 4, the model's own threshold: the defaults every door uses
     if args.what == "speed":
-        result = speed(args.clips, config, args.recorded, args.ct2_context, args.ct2_type)
+        result = speed(
+            args.clips, config, args.recorded, args.ct2_context, args.ct2_type, args.encoder_int8
+        )
         print(json.dumps({args.what: result, "config": str(config)}, indent=1))
         return
     if args.what == "coffee":
