@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
@@ -33,8 +34,10 @@ import bench_whisper as bw  # noqa: E402 - the sets, noise draws and grammars
 CUTS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
 
 
+@functools.cache
 def sets() -> list[tuple[str, Path, list, object]]:
-    """(name, grammar, clean clips, is_right(i, heard)) for each of the three sets."""
+    """(name, grammar, clean clips, is_right(i, heard)) for each of the three sets, read and
+    synthesized once a process (each model's results and the clips' lengths read them)."""
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.evaluation import is_accepted
 

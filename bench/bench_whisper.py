@@ -189,6 +189,16 @@ print(json.dumps({"median_s": statistics.median(times)}))
 """
 
 
+def encoder_in_int8(speech) -> None:  # noqa: ANN001 - a loaded SpeechModel
+    """Every linear layer of a torch model's encoder in int8 as well (the Listener's int8
+    quantizes the decoder and output layer only); exits for an exported model."""
+    from glassformer.layers.quantized import quantize_linear_layers
+
+    if not isinstance(speech.model, torch.nn.Module):
+        sys.exit("--encoder-int8: a model run on torch, not an exported one")
+    quantize_linear_layers(speech.model.encoder, head=False)
+
+
 def speed(
     count: int,
     config: ListenerConfig,
@@ -228,11 +238,7 @@ def speed(
     listener = Listener(dataclasses.replace(config, grammar=str(grammar)))
     speech = listener.speech
     if encoder_int8:
-        from glassformer.layers.quantized import quantize_linear_layers
-
-        if not isinstance(speech.model, torch.nn.Module):
-            sys.exit("--encoder-int8: a model run on torch, not an exported one")
-        quantize_linear_layers(speech.model.encoder, head=False)
+        encoder_in_int8(speech)
     listener.understand_file(files[0])  # warm-up: the vocabulary's reading, allocator pools
     ours_times = []
     for path in files:

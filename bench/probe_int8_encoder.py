@@ -5,7 +5,7 @@ recorded commands read the same, and what it saves on one thread.
     .venv/bin/python bench/probe_int8_encoder.py --model runs/fit-window-5c/model
 
 For the model as the Listener loads it in int8 (the decoder and output layer) and the same
-with every linear layer of its encoder in int8 too (`quantize_linear_layers`, fbgemm's
+with every linear layer of its encoder in int8 too (bench_whisper.encoder_in_int8, fbgemm's
 dynamic int8 kernel): right answers of bench_cascade's coffee orders (100 held-out voices,
 clean, 12 and 6 dB, the same noise draws); whether the two read the same text on --recorded
 real recorded commands (bench_serve.recorded_clips); then, on one thread, the median time of
@@ -26,18 +26,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_cascade as bc  # noqa: E402 - the coffee orders and is_right
-import bench_whisper as bw  # noqa: E402 - the noise draws
+import bench_whisper as bw  # noqa: E402 - the noise draws, the encoder in int8
 import torch  # noqa: E402
 
 
 def listener(model: str, grammar: str, encoder_int8: bool):  # noqa: ANN201
-    from glassformer.layers.quantized import quantize_linear_layers
     from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
 
     heard = Listener(ListenerConfig(model=model, precision="int8", grammar=grammar))
     if encoder_int8:
-        quantize_linear_layers(heard.speech.model.encoder, head=False)
+        bw.encoder_in_int8(heard.speech)
     return heard
 
 
