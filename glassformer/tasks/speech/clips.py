@@ -18,6 +18,7 @@ from glassformer.audio.silence import check_audible, loudest_window, trim_silenc
 if TYPE_CHECKING:  # clip_audio and most_tokens serve onnx_runtime.py too, which has no torch
     import torch
 
+    from glassformer.audio.feature_config import FeatureConfig
     from glassformer.tasks.speech.model import SpeechModel
 
 # the fastest speech is about 5 words a second, at most about 1.5 tokens a word
@@ -46,8 +47,11 @@ def clip_features(speech: SpeechModel, waveform: np.ndarray) -> torch.Tensor:
     return heard_features(speech, clip_audio(speech, waveform))
 
 
-def heard_features(speech: SpeechModel, heard: np.ndarray) -> torch.Tensor:
-    """The features of audio clip_audio() already cut.
+def heard_features(
+    speech: SpeechModel, heard: np.ndarray, features: FeatureConfig | None = None
+) -> torch.Tensor:
+    """The features of audio clip_audio() already cut: the model's own, or `features` (a
+    command encoder's window, SpeechModel.reader).
 
     Shapes:
         heard: (L,)   returns: (M, N), N <= model.max_frames
@@ -57,8 +61,8 @@ def heard_features(speech: SpeechModel, heard: np.ndarray) -> torch.Tensor:
     from glassformer.audio.features import compute_features
 
     device = next(speech.model.parameters()).device
-    features = compute_features(torch.from_numpy(heard).to(device), speech.features)
-    return features[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
+    read = compute_features(torch.from_numpy(heard).to(device), features or speech.features)
+    return read[..., : speech.model.max_frames]  # (M, N): a frame of rounding, at most
 
 
 def most_tokens(speech: SpeechModel, seconds: float) -> int:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from glassformer.audio.features import padded_length
+from glassformer.audio.features import FeatureConfig, padded_length
 from glassformer.audio.io import SAMPLE_RATE
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
@@ -55,42 +55,50 @@ def transcribe_many(
     """transcribe() for several clips, up to `encoder_batch` at once: one encoder pass over a
     padded batch, then one beam search for all of them (decode_clips), where a server's
     throughput comes from. Equal to transcribing them one by one. A batch holds at most
-    MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches).
+    MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches). A model
+    with a command encoder reads each clip with the encoder its length calls for
+    (SpeechModel.reader): the clips of each encoder are batched apart, in order.
     """
     if options.constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
-    results = []
-    for heard in encoder_batches(speech, waveforms, encoder_batch):
-        features = [heard_features(speech, h) for h in heard]
-        lengths = torch.tensor([f.size(-1) for f in features])
-        batch = pad_features(features)  # (B, M, N)
-        same = bool((lengths == lengths[0]).all())
-        memory, padding = speech.model.encode(batch, None if same else lengths.to(batch.device))
-        limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in heard]
-        results += decode_clips(speech, memory, padding, options, limits)
-    return results
+    heard = [clip_audio(speech, w) for w in waveforms]
+    readers = [speech.reader(len(h) / SAMPLE_RATE) for h in heard]  # one encoder, or two
+    results: list[Transcript | None] = [None] * len(heard)
+    for network, features in dict.fromkeys(readers):
+        mine = [i for i, reader in enumerate(readers) if reader[0] is network]
+        for batch_of in encoder_batches(features, [heard[i] for i in mine], encoder_batch):
+            clips = [heard[mine[j]] for j in batch_of]
+            read = [heard_features(speech, h, features) for h in clips]
+            lengths = torch.tensor([f.size(-1) for f in read])
+            batch = pad_features(read)  # (B, M, N)
+            same = bool((lengths == lengths[0]).all())
+            memory, padding = network.encode(batch, None if same else lengths.to(batch.device))
+            limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in clips]
+            decoded = decode_clips(speech, memory, padding, options, limits)
+            for j, transcript in zip(batch_of, decoded, strict=True):
+                results[mine[j]] = transcript
+    return results  # type: ignore[return-value]  (every slot filled above)
 
 
 def encoder_batches(
-    speech: SpeechModel, waveforms: list[np.ndarray], most: int
-) -> Iterator[list[np.ndarray]]:
-    """What of each clip is heard (clip_audio), in order, in batches of at most `most` clips
-    whose padded batch (its longest clip's window times its clips) is at most
+    features: FeatureConfig, heard: list[np.ndarray], most: int
+) -> Iterator[list[int]]:
+    """The indices of `heard` (clips as clip_audio cut them), in order, in batches of at most
+    `most` clips whose padded batch (its longest clip's window times its clips) is at most
     MAX_BATCH_SECONDS; a clip longer than that alone is a batch of one.
 
     Example (Whisper, windows of 10 s steps): eight 3-s commands -> one batch of 8; four 30-s
     clips -> two batches of 2
     """
-    batch: list[np.ndarray] = []
+    batch: list[int] = []
     longest = 0.0  # seconds: the batch's padded window
-    for waveform in waveforms:
-        heard = clip_audio(speech, waveform)
-        window = max(len(heard), padded_length(speech.features, len(heard))) / SAMPLE_RATE
+    for n, clip in enumerate(heard):
+        window = max(len(clip), padded_length(features, len(clip))) / SAMPLE_RATE
         wider = max(longest, window)
         if batch and (len(batch) == most or wider * (len(batch) + 1) > MAX_BATCH_SECONDS):
             yield batch
             batch, wider = [], window
-        batch.append(heard)
+        batch.append(n)
         longest = wider
     if batch:
         yield batch

@@ -157,7 +157,8 @@ class Listener:
 def load(config: ListenerConfig) -> SpeechModel:
     """The SpeechModel a config names: its model (for a language other than English, unless
     one is named, the multilingual one), what it understands, its language, window and
-    precision."""
+    precision. The window is the model's own encoder's; a command encoder (a model with two,
+    tasks/speech/command_encoder.py) keeps its own, and is int8 with the decoder."""
     from glassformer.tasks.speech.config import DEFAULT_SPEECH_MODEL, MULTILINGUAL_MODEL
     from glassformer.tasks.speech.loading import (
         load_commands,
@@ -181,8 +182,10 @@ def load(config: ListenerConfig) -> SpeechModel:
         speech = dataclasses.replace(speech, features=features)
     if int8 and not exported:
         from glassformer.models.int8 import quantize_speech_decoder
+        from glassformer.tasks.speech.command_encoder import quantize_command_encoder
 
         quantize_speech_decoder(speech.model)
+        quantize_command_encoder(speech)  # a second encoder's, if it has one (not Whisper's)
     return speech
 
 

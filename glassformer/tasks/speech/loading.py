@@ -160,7 +160,12 @@ def load_speech_model(
     reading = read_vocabulary(tokenizer, rules, model.config.tgt_vocab_size)
     if grammar is None and (directory / GRAMMAR_FILE).is_file():
         grammar = load_grammar(directory / GRAMMAR_FILE)
-    return use_grammar(SpeechModel(model, tokenizer, features, rules, reading), grammar)
+    speech = SpeechModel(model, tokenizer, features, rules, reading)
+    if "command_encoder" in header:  # a second encoder for commands (command_encoder.py)
+        from glassformer.tasks.speech.command_encoder import read_command_encoder
+
+        speech = read_command_encoder(speech, directory, header["command_encoder"])
+    return use_grammar(speech, grammar)
 
 
 def use_grammar(speech: SpeechModel, grammar: CommandGrammar | None) -> SpeechModel:

@@ -2,6 +2,7 @@
 
     DecodingRules       how decoding starts, ends and writes words (a checkpoint's "decoding")
     VocabularyReading   each token's text as a grammar reads it, and the sentence closers
+    CommandEncoder      a second encoder, fitted to shorter windows, for longer clips
     SpeechModel         the network, its tokenizer and features, those two, a grammar
 
 A model trained here (tasks/speech/training.py) and a published Whisper
@@ -100,6 +101,26 @@ class VocabularyReading:
 
 
 @dataclass(frozen=True, eq=False)
+class CommandEncoder:
+    """A second encoder that reads commands: clips heard at least `from_seconds` long.
+
+    Whisper's encoder reads a 10-s window however short the command; an encoder taught to read
+    windows of `features.window_step` seconds (bench/fit_window.py) does a 4-s command in half
+    the work, but hears single words worse than Whisper's own. A model that carries both reads
+    each clip once, with the encoder its length calls for, and decodes with its one decoder
+    (docs/benchmarks.md, "A command in 150 ms", attempt 11).
+    """
+
+    network: SpeechTransformer  # its encoder side only (frontend, positions, blocks); the
+    # decoder side is left out (None): decoding is the SpeechModel's own decoder's
+    features: FeatureConfig  # the SpeechModel's, with this encoder's window_step
+    from_seconds: float  # a clip heard (silence trimmed) at least this long reads this encoder
+
+    def reads(self, heard_seconds: float) -> bool:
+        return heard_seconds >= self.from_seconds
+
+
+@dataclass(frozen=True, eq=False)
 class SpeechModel:
     """A loaded speech model: shared, never changed after loading."""
 
@@ -110,6 +131,16 @@ class SpeechModel:
     reading: VocabularyReading
     grammar: CommandGrammar | None = None  # the commands it understands; None: free text
     context: tuple[int, ...] = ()  # [context_token, the grammar's phrases] (zero-shot)
+    command_encoder: CommandEncoder | None = None  # a second encoder for longer clips
+
+    def reader(self, heard_seconds: float) -> tuple[SpeechTransformer, FeatureConfig]:
+        """The encoder (a network whose encode() is read) and features a clip heard
+        `heard_seconds` long is read with: the command encoder's from its from_seconds on,
+        else the model's own."""
+        commands = self.command_encoder
+        if commands is not None and commands.reads(heard_seconds):
+            return commands.network, commands.features
+        return self.model, self.features
 
     @property
     def start(self) -> list[int]:

@@ -121,6 +121,10 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
     speech = load_speech_model(source)
     if speech.features.kind != "whisper" or speech.rules.context_token is None:
         raise GlassformerError(f"{source}: only a Whisper exports (its features and prompt)")
+    if speech.command_encoder is not None:
+        raise GlassformerError(
+            f"{source}: a model with a command encoder does not export yet; it runs on torch"
+        )
     model = speech.model.eval()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -88,9 +88,13 @@ def import_whisper(source: str | Path, out: str | Path) -> Path:
 
 def save_speech_model(speech: SpeechModel, out: str | Path, source: str) -> Path:
     """Write a SpeechModel as a checkpoint directory every door takes as MODEL: its network,
-    its features (the encoder's window included), decoding rules and tokenizer; `source`
-    says where it came from."""
+    its features (the encoder's window included), decoding rules and tokenizer, and its
+    command encoder if it has one; `source` says where it came from."""
     from glassformer.tasks.common import TOKENIZER_FILE
+    from glassformer.tasks.speech.command_encoder import (
+        command_encoder_table,
+        write_command_encoder,
+    )
     from glassformer.train.checkpoint import save_checkpoint
 
     metadata = {
@@ -100,5 +104,12 @@ def save_speech_model(speech: SpeechModel, out: str | Path, source: str) -> Path
         "decoding": speech.rules.to_json(),
         "source": source,
     }
-    write = lambda directory: speech.tokenizer.save(directory / TOKENIZER_FILE)  # noqa: E731
+    if speech.command_encoder is not None:  # its second encoder, for commands
+        metadata["command_encoder"] = command_encoder_table(speech)
+
+    def write(directory: Path) -> None:
+        speech.tokenizer.save(directory / TOKENIZER_FILE)
+        if speech.command_encoder is not None:
+            write_command_encoder(speech, directory)
+
     return save_checkpoint(speech.model, out, metadata, write)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from glassformer.audio.features import FeatureConfig
+from glassformer.tasks.speech.clips import clip_audio
 from glassformer.tasks.speech.inference import MAX_BATCH_SECONDS, encoder_batches
 from tests.installed import needs_whisper
 
@@ -24,15 +25,20 @@ def tone(seconds: float) -> np.ndarray:
 
 def test_a_batch_holds_at_most_max_batch_seconds_of_padded_audio() -> None:
     speech = whisper_like()
-    sizes = lambda clips: [len(b) for b in encoder_batches(speech, clips, 8)]  # noqa: E731
+
+    def sizes(clips: list[np.ndarray]) -> list[int]:
+        heard = [clip_audio(speech, c) for c in clips]
+        batches = list(encoder_batches(speech.features, heard, 8))
+        assert [n for b in batches for n in b] == list(range(len(clips)))  # each once, in order
+        return [len(b) for b in batches]
+
     assert sizes([tone(3)] * 8) == [8]  # each padded to 10 s: 80 s
     assert sizes([tone(3)] * 9) == [8, 1]  # at most 8 clips
     assert sizes([tone(30)] * 4) == [2, 2]  # 60 s a batch, not 120
     assert sizes([tone(3), tone(3), tone(30)]) == [2, 1]  # 3 x 30 s padded would be 90 s
     assert sizes([tone(45)]) == [1]  # longer than Whisper's window: its loudest 30 s
     assert MAX_BATCH_SECONDS == 80.0
-    [[heard]] = list(encoder_batches(speech, [tone(45)], 8))
-    assert len(heard) == 16_000 * 30
+    assert len(clip_audio(speech, tone(45))) == 16_000 * 30
 
 
 PEAK_SCRIPT = """

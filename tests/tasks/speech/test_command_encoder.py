@@ -1,0 +1,158 @@
+"""A model with two encoders (tasks/speech/command_encoder.py): each clip is read by the
+encoder its length calls for and decoded by the one decoder; the pair saves and loads as
+one checkpoint, int8 reaches the command encoder, and a file that does not fit is refused."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from glassformer.errors import CheckpointError
+from glassformer.tasks.speech.clips import clip_audio
+from glassformer.tasks.speech.command_encoder import (
+    COMMAND_ENCODER_FILE,
+    encoder_tensors,
+    with_command_encoder,
+)
+from glassformer.tasks.speech.config import ListenerConfig
+from glassformer.tasks.speech.inference import transcribe, transcribe_many
+from glassformer.tasks.speech.listener import Listener
+from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
+from glassformer.tasks.speech.options import SpeechOptions
+from glassformer.voice.grammar import Grammar
+from glassformer.voice.recorded import find_voice, recorded_commands
+from tests.installed import needs_voice, needs_whisper
+
+pytestmark = [needs_whisper, needs_voice]
+
+APPOINTMENTS = "glassformer/voice/grammars/appointments.yaml"
+
+
+@pytest.fixture(scope="module")
+def plain():  # noqa: ANN201 - whisper-tiny.en for the appointments grammar
+    return use_grammar(load_speech_model("whisper-tiny.en"), load_grammar(APPOINTMENTS))
+
+
+@pytest.fixture(scope="module")
+def student(plain) -> dict[str, torch.Tensor]:  # noqa: ANN001
+    """Whisper's encoder side, its last block nudged: another encoder, as a taught one is."""
+    generator = torch.Generator().manual_seed(0)
+    weights = {n: t.detach().clone() for n, t in encoder_tensors(plain.model).items()}
+    last = len(plain.model.encoder.blocks) - 1
+    for name, tensor in weights.items():
+        if name.startswith(f"encoder.blocks.{last}.") and tensor.dim() == 2:
+            tensor += 0.02 * tensor.std() * torch.randn(tensor.shape, generator=generator)
+    return weights
+
+
+@pytest.fixture(scope="module")
+def paired(plain, student):  # noqa: ANN001, ANN201
+    return with_command_encoder(plain, student, window_step=5.0, from_seconds=1.5)
+
+
+@pytest.fixture(scope="module")
+def clips(plain) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """A real recorded command (2-5 s heard) and its first second (a word's length)."""
+    [(_, audio)] = recorded_commands(Grammar.from_yaml(APPOINTMENTS), find_voice(), 1, seed=3)
+    heard = clip_audio(plain, audio)
+    assert len(heard) >= 2 * 16_000
+    return audio, heard[:16_000].copy()
+
+
+def options(speech) -> SpeechOptions:  # noqa: ANN001
+    return SpeechOptions.resolve(ListenerConfig(grammar=APPOINTMENTS), speech)
+
+
+def as_tuple(transcript) -> tuple:  # noqa: ANN001
+    return transcript.text, transcript.confidence, transcript.intent
+
+
+def test_a_command_reads_the_command_encoder_and_a_word_the_models_own(
+    plain,
+    student,
+    paired,
+    clips,  # noqa: ANN001
+) -> None:
+    command, word = clips
+    whole = copy.deepcopy(plain.model)  # the reference: one network, the student's encoder
+    whole.load_state_dict(student, strict=False)
+    fitted = dataclasses.replace(plain.features, window_step=5.0)
+    reference = dataclasses.replace(plain, model=whole, features=fitted)
+    with torch.inference_mode():
+        assert as_tuple(transcribe(paired, command, options(paired))) == as_tuple(
+            transcribe(reference, command, options(reference))
+        )
+        assert as_tuple(transcribe(paired, command, options(paired))) != as_tuple(
+            transcribe(plain, command, options(plain))
+        )  # a test that would notice the command encoder going unread
+        assert as_tuple(transcribe(paired, word, options(paired))) == as_tuple(
+            transcribe(plain, word, options(plain))
+        )
+        together = transcribe_many(paired, [command, word, command], options(paired))
+        alone = [transcribe(paired, c, options(paired)) for c in (command, word, command)]
+    assert [as_tuple(t) for t in together] == [as_tuple(t) for t in alone]  # batched by encoder
+
+
+def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command_encoder(
+    paired,
+    clips,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    from glassformer.layers.quantized import Int8Linear, has_int8_kernels
+    from glassformer.tasks.speech.pretrained import save_speech_model
+
+    out = save_speech_model(paired, tmp_path / "pair", "test")
+    header = json.loads((out / "config.json").read_text())
+    assert header["command_encoder"] == {
+        "file": COMMAND_ENCODER_FILE,
+        "window_step": 5.0,
+        "from_seconds": 1.5,
+    }
+    loaded = load_speech_model(out, grammar=paired.grammar)
+    assert loaded.command_encoder is not None
+    assert loaded.command_encoder.features == paired.command_encoder.features
+    held = loaded.command_encoder.network.state_dict()
+    assert not any(name.startswith(("decoder", "tgt_", "head")) for name in held)
+    command, _ = clips
+    with torch.inference_mode():
+        assert as_tuple(transcribe(loaded, command, options(loaded))) == as_tuple(
+            transcribe(paired, command, options(paired))
+        )
+    if not has_int8_kernels():
+        pytest.skip("this torch has no fbgemm int8 kernels")
+    listener = Listener(ListenerConfig(str(out), APPOINTMENTS, precision="int8"))
+    encoder = listener.speech.command_encoder.network.encoder
+    assert any(isinstance(m, Int8Linear) for m in encoder.modules())
+    assert not any(isinstance(m, Int8Linear) for m in listener.speech.model.encoder.modules())
+    assert listener.understand(command).text == transcribe(paired, command, options(paired)).text
+
+
+def test_a_command_encoder_that_does_not_fit_is_refused_by_name(paired, tmp_path) -> None:  # noqa: ANN001
+    from glassformer.tasks.speech.pretrained import save_speech_model
+
+    out = save_speech_model(paired, tmp_path / "pair", "test")
+    weights = load_file(str(out / COMMAND_ENCODER_FILE))
+    header = json.loads((out / "config.json").read_text())
+
+    def refused(table: dict, tensors: dict, match: str) -> None:
+        save_file(tensors, str(out / COMMAND_ENCODER_FILE))
+        (out / "config.json").write_text(json.dumps(header | {"command_encoder": table}))
+        with pytest.raises(CheckpointError, match=match):
+            load_speech_model(out)
+
+    table = header["command_encoder"]
+    name = next(iter(weights))
+    refused(table, {n: t for n, t in weights.items() if n != name}, "missing tensors")
+    refused(table, weights | {"decoder.extra": torch.zeros(2)}, "unexpected tensors")
+    refused(table, weights | {name: torch.full_like(weights[name], float("nan"))}, "NaN")
+    refused(table | {"window_step": 40}, weights, "window_step")
+    refused(table | {"window_step": 0.01}, weights, "window_step")
+    refused(table | {"from_seconds": -1}, weights, "from_seconds")
+    refused(table | {"file": "../model.safetensors"}, weights, "not a file name")
+    refused({"file": COMMAND_ENCODER_FILE}, weights, "invalid")
