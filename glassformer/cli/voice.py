@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from glassformer.cli.fit_window import add_fit_window_command
 from glassformer.voice.grammar import DEFAULT_GRAMMAR
 
 DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
@@ -270,6 +271,7 @@ def add_voice_commands(
     speech.set_defaults(handler=cmd_train_speech)
 
     add_adapt_command(commands, formatter)
+    add_fit_window_command(commands, formatter)
     add_export_command(commands, formatter)
 
     transcribe = commands.add_parser(
