@@ -1,32 +1,38 @@
-"""Issue 28 §3, the encoder's window fitted to the command: a short distillation that teaches
-Whisper's encoder to read a window of the command's own length (padded to --step seconds)
-the way it reads its 10-s window, so that the decoder, unchanged, writes the same words.
+"""Issue 28 §3, the encoder's window fitted to the command, measured: the recipe of
+`glassformer fit-window` (tasks/speech/fit_window.py) run on the benchmark's clips, and the
+student scored and saved.
 
-    .venv/bin/python bench/fit_window.py [--step 1] [--steps 300] [--batch 12]
+    .venv/bin/python bench/fit_window.py [--step 5] [--steps 300] [--batch 12] [--real]
         [--out runs/fit-window] [--evaluate [--compare]] [--load ENCODER.safetensors]
-        [--save-model DIR] [--init ENCODER.safetensors] [--speed 0.15] [--clean-teacher]
+        [--save-model DIR] [--save-pair DIR [--from-seconds 1.5]]
 
-The teacher is whisper-tiny.en as installed (10-s window); the student is a copy whose
-encoder alone learns, reading the same clips in fitted windows. The loss: the KL divergence
-of the student's next-token distributions from the teacher's, teacher-forced on the clip's
-text (after the grammar's context half the time, as the Listener runs it), at every written
-position. No label is learned, only the teacher's behaviour. Clips: FSDD's training
-recordings (idx 5-49, never its test split) joined 1-5 digits at a time, and Multi30k
-training captions spoken by espeak-ng and flite voices; noise mixed into half of them at
-0-30 dB SNR (the shared noise recordings). Writes the student's encoder as safetensors
-under --out. --evaluate scores the student at its window on the benchmark's sets (FSDD test
-split, speech_commands_mini; clean, 12 and 6 dB; `--compare`: beside the teacher at the
-student's window and at 10 s); --load evaluates a student written before; --save-model
-writes the student as a whole speech checkpoint (its features' window_step the student's),
-which every door takes as MODEL; --init goes on training a student written before; --speed
-plays half the clips faster or slower (pitch and tempo together); --clean-teacher lets the
-teacher read each clip before its noise, so the student learns to write in noise what
-Whisper writes for the clean clip.
+The teacher is whisper-tiny.en as installed (10-s window); the student a copy whose encoder
+alone learns, reading the same clips in fitted windows: fit_window.teach's two stages of
+--steps each (the KL divergence of the student's next-token distributions from the
+teacher's, teacher-forced; in the second stage the teacher reads each clip before its
+noise). Clips, by default what `glassformer fit-window` speaks: packaged voices saying digits
+one at a time and sentences of Home Assistant's English (with bench/homes/en.yaml's names),
+the appointments and desktop grammars; the benchmark's coffee grammar unseen. --real, the
+clips of attempts 5-11 in docs/benchmarks.md: FSDD's training recordings (idx 5-49, never
+its test split) as the digits, and Multi30k training captions spoken by espeak-ng and flite
+voices (../shared/data). Noise: the shared noise recordings, into half the clips at 0-30 dB.
+
+Writes the student's encoder as safetensors under --out (and its teaching state, resumed by
+the same command). --evaluate scores the student at its window on FSDD's test split and
+speech_commands_mini (clean, 12 and 6 dB; `--compare`: beside the teacher at the student's
+window and at 10 s); --load evaluates a student written before; --save-model writes the
+student as a whole speech checkpoint (its features' window_step the student's);
+--save-pair writes whisper-tiny.en carrying the student as its command encoder
+(tasks/speech/command_encoder.py: clips heard --from-seconds or longer read the student,
+shorter ones Whisper's own encoder). Both are models every door takes as MODEL.
+(Until 2026-12-07 this script taught one stage a run, with --init, --clean-teacher and
+--speed: the commands of attempts 5-7 run at commit 73c242d.)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import gzip
 import json
@@ -34,7 +40,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +68,9 @@ def speak(voice: str, text: str, path: Path) -> np.ndarray:
     return load_audio(path)
 
 
-def clip_pool(captions: int, seed: int) -> list[tuple[np.ndarray, str]]:
-    """(waveform, text): spoken captions, and FSDD's training digits one at a time."""
+def clip_pool(captions: int, seed: int) -> tuple[list, list]:
+    """--real: (FSDD's training digits one at a time, `captions` spoken Multi30k captions),
+    each a list of (waveform, text)."""
     from glassformer.audio.io import load_audio
 
     rng = random.Random(seed)
@@ -82,64 +88,6 @@ def clip_pool(captions: int, seed: int) -> list[tuple[np.ndarray, str]]:
         if n % 100 == 99:
             print(f"  spoken {n + 1} captions", file=sys.stderr, flush=True)
     return pool, spoken
-
-
-def draw(digits, spoken, noises, rng: random.Random, speed: float = 0.0):  # noqa: ANN001, ANN201
-    """One training clip: 1-5 digits with gaps, or a caption; silence around; noise, half;
-    with speed > 0, half of them played 1 +- speed times as fast (pitch and tempo together,
-    as a tape runs faster: more voices from the few there are). Returns (the clip, the clip
-    before its noise, its text)."""
-    from glassformer.audio.augment import add_noise
-
-    if rng.random() < 0.5:
-        parts = [rng.choice(digits) for _ in range(rng.randint(1, 5))]
-        pieces = []
-        for audio, _ in parts:
-            pieces += [audio, np.zeros(int(16_000 * rng.uniform(0.05, 0.4)), np.float32)]
-        audio, text = np.concatenate(pieces), " ".join(t for _, t in parts)
-    else:
-        audio, text = rng.choice(spoken)
-    audio = np.concatenate([np.zeros(int(16_000 * rng.uniform(0, 0.5)), np.float32), audio,
-                            np.zeros(int(16_000 * rng.uniform(0, 0.5)), np.float32)])  # fmt: skip
-    if speed > 0 and rng.random() < 0.5:
-        rate = rng.uniform(1 - speed, 1 + speed)
-        audio = np.interp(np.arange(0, len(audio) - 1, rate), np.arange(len(audio)), audio)
-    clean = audio.astype(np.float32)
-    if rng.random() < 0.5:
-        audio = add_noise(audio, rng.choice(noises), rng.uniform(0, 30), rng)
-    return audio.astype(np.float32), clean, text
-
-
-def features(speech, audio: np.ndarray) -> torch.Tensor:  # noqa: ANN001
-    from glassformer.tasks.speech.clips import clip_audio, heard_features
-
-    return heard_features(speech, clip_audio(speech, audio))
-
-
-def kl_loss(teacher, student, clips, texts, contexts, rng, heard=None) -> torch.Tensor:  # noqa: ANN001
-    """The student reads `clips`, the teacher `heard` (the same clips, or without noise)."""
-    from glassformer.tasks.speech.clips import pad_features
-
-    with torch.no_grad():
-        t_batch = pad_features([features(teacher, a) for a in (heard or clips)])
-        t_memory, _ = teacher.model.encode(t_batch)
-    s_feats = [features(student, a) for a in clips]
-    lengths = torch.tensor([f.size(-1) for f in s_feats])
-    s_memory, s_padding = student.model.encode(pad_features(s_feats), lengths)
-    total = torch.zeros(())
-    prompt = list(teacher.rules.prompt)
-    for b, text in enumerate(texts):
-        words = teacher.tokenizer.encode(" " + text.strip().capitalize() + ".")
-        context = list(rng.choice(contexts)) if rng.random() < 0.5 else []
-        tokens = torch.tensor([context + prompt + words])  # the last position predicts eos
-        last = len(prompt) + len(words)
-        with torch.no_grad():
-            target = teacher.model.decode(tokens, t_memory[b : b + 1], last=last).log_softmax(-1)
-        padding = s_padding[b : b + 1] if s_padding is not None else None
-        mine = student.model.decode(tokens, s_memory[b : b + 1], padding, last=last)
-        log_q = mine.log_softmax(-1)
-        total = total + (target.exp() * (target - log_q)).sum(-1).mean()
-    return total / len(texts)
 
 
 def evaluate(student, teacher, step: float, compare: bool) -> dict:  # noqa: ANN001
@@ -176,99 +124,80 @@ def evaluate(student, teacher, step: float, compare: bool) -> dict:  # noqa: ANN
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--step", type=float, default=1.0)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--step", type=float, default=5.0, help="the student's window (s)")
+    parser.add_argument("--steps", type=int, default=300, help="steps of each stage")
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--lr", type=float, default=2e-5)
-    parser.add_argument("--captions", type=int, default=600)
+    parser.add_argument("--clips", type=int, default=800, help="digits and sentences spoken")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", action="store_true", help="FSDD and Multi30k (attempts 5-11)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "fit-window")
     parser.add_argument("--evaluate", action="store_true")
     parser.add_argument("--compare", action="store_true", help="evaluate the teacher too")
     parser.add_argument("--load", type=Path, help="a student's encoder.safetensors to evaluate")
-    parser.add_argument(
-        "--init", type=Path, help="a student's encoder.safetensors to go on training from"
-    )
-    parser.add_argument(
-        "--clean-teacher",
-        action="store_true",
-        help="the teacher reads each clip without its noise: the student learns to hear through it",
-    )
-    parser.add_argument(
-        "--speed", type=float, default=0.0, help="half the clips 1 +- SPEED times as fast"
-    )
     parser.add_argument(
         "--save-model",
         type=Path,
         metavar="DIR",
         help="also write the student as a whole speech checkpoint (its window included)",
     )
+    parser.add_argument(
+        "--save-pair",
+        type=Path,
+        metavar="DIR",
+        help="also write whisper-tiny.en carrying the student as its command encoder",
+    )
+    parser.add_argument(
+        "--from-seconds",
+        type=float,
+        default=1.5,
+        help="--save-pair: clips heard this long or longer read the student (default 1.5)",
+    )
     args = parser.parse_args()
     from safetensors.torch import load_file, save_file
 
     from glassformer.audio.io import load_audio
-    from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
+    from glassformer.tasks.speech import fit_window as fw
+    from glassformer.tasks.speech.command_encoder import encoder_tensors, with_command_encoder
+    from glassformer.tasks.speech.loading import load_grammar, load_speech_model
+    from glassformer.tasks.speech.pretrained import save_speech_model
 
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)  # the voices' rates
-    rng = random.Random(args.seed)
     teacher = load_speech_model("whisper-tiny.en")
-    student = load_speech_model("whisper-tiny.en")
-    student = dataclasses.replace(
-        student, features=dataclasses.replace(student.features, window_step=args.step)
-    )
-    teacher.model.eval()
-    student.model.eval()  # no dropout in Whisper; eval keeps it so
-    encoder = [p for n, p in student.model.named_parameters() if not n.startswith(("decoder",
-               "tgt_", "head"))]  # fmt: skip
-    for p in student.model.parameters():
-        p.requires_grad_(False)
-    for p in encoder:
-        p.requires_grad_(True)
+    fitted = dataclasses.replace(teacher.features, window_step=args.step)
     if args.load is not None:
-        student.model.load_state_dict(load_file(str(args.load)), strict=False)
+        network = copy.deepcopy(teacher.model)
+        network.load_state_dict(load_file(str(args.load)), strict=False)
     else:
-        if args.init is not None:
-            student.model.load_state_dict(load_file(str(args.init)), strict=False)
-        contexts = [
-            use_grammar(teacher, load_grammar(g)).context
-            for g in [ROOT / "bench/grammars/digits.yaml", SHARED / "grammars/coffee_maker.yaml",
-                      ROOT / "glassformer/voice/grammars/appointments.yaml"]
-        ]  # fmt: skip
-        started = time.perf_counter()
-        digits, spoken = clip_pool(args.captions, args.seed)
-        noises = [load_audio(p) for p in sorted((SHARED / "noise").glob("*.wav"))]
-        print(f"clips ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        optimizer = torch.optim.AdamW(encoder, lr=args.lr, weight_decay=0.0)
-        started, losses = time.perf_counter(), []
-        for step in range(args.steps):
-            scale = min(1.0, (step + 1) / 20) * (0.1 + 0.9 * (1 - step / args.steps))
-            for group in optimizer.param_groups:
-                group["lr"] = args.lr * scale
-            batch = [draw(digits, spoken, noises, rng, args.speed) for _ in range(args.batch)]
-            clean = [c for _, c, _ in batch] if args.clean_teacher else None
-            loss = kl_loss(teacher, student, [a for a, _, _ in batch], [t for _, _, t in batch],
-                           contexts, rng, clean)  # fmt: skip
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(encoder, 1.0)
-            optimizer.step()
-            losses.append(loss.item())
-            if step % 20 == 19:
-                spent = time.perf_counter() - started
-                print(f"step {step + 1}: KL {np.mean(losses[-20:]):.4f}, {spent:.0f} s, "
-                      f"{spent / (step + 1) * (args.steps - step - 1):.0f} s left",
-                      file=sys.stderr, flush=True)  # fmt: skip
+        noise_dir = str((SHARED / "noise").resolve())
+        config = fw.FitWindowConfig(
+            window_step=args.step, entities=str(ROOT / "bench/homes/en.yaml"),
+            noise_dir=noise_dir, clips=args.clips, steps=args.steps, batch=args.batch,
+            lr=args.lr, seed=args.seed,
+        )  # fmt: skip
         args.out.mkdir(parents=True, exist_ok=True)
-        names = {id(p): n for n, p in student.model.named_parameters()}
-        save_file({names[id(p)]: p.detach().contiguous() for p in encoder},
-                  str(args.out / "encoder.safetensors"))  # fmt: skip
-        (args.out / "train.json").write_text(json.dumps(vars(args) | {"kl": losses}, default=str))
+        if args.real:
+            pool = clip_pool(args.clips, args.seed)
+        else:
+            sources = fw.sentence_sources(config, [])
+            pool = fw.spoken_pool(config, sources, args.out / "pool.npz")
+        grammars = [ROOT / "bench/grammars/digits.yaml"]
+        grammars += [SHARED / "grammars/coffee_maker.yaml"] if args.real else []
+        contexts = fw.grammar_contexts(teacher, [load_grammar(g) for g in grammars])
+        noises = [load_audio(p) for p in fw.noise_files(noise_dir)]
+        network = fw.teach(teacher, pool, noises, contexts, config, args.out, progress=True)
+        weights = {n: t.detach().contiguous() for n, t in encoder_tensors(network).items()}
+        save_file(weights, str(args.out / "encoder.safetensors"))
+        (args.out / "train.json").write_text(json.dumps(vars(args), default=str))
+    student = dataclasses.replace(teacher, model=network, features=fitted)
     if args.save_model is not None:
-        from glassformer.tasks.speech.pretrained import save_speech_model
-
         source = f"whisper-tiny.en, encoder fitted to {args.step:g}-s windows (bench/fit_window.py)"
         print(f"saved {save_speech_model(student, args.save_model, source)}", file=sys.stderr)
+    if args.save_pair is not None:
+        weights = {n: t.detach() for n, t in encoder_tensors(network).items()}
+        pair = with_command_encoder(teacher, weights, args.step, args.from_seconds)
+        source = (f"whisper-tiny.en, and for clips heard {args.from_seconds:g} s or longer an "
+                  f"encoder fitted to {args.step:g}-s windows (bench/fit_window.py)")  # fmt: skip
+        print(f"saved {save_speech_model(pair, args.save_pair, source)}", file=sys.stderr)
     if args.evaluate:
         with torch.inference_mode():
             result = evaluate(student, teacher, args.step, args.compare)
