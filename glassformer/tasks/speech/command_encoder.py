@@ -15,7 +15,8 @@ and nothing of the decoder is held twice.
 
 On disk: command_encoder.safetensors beside model.safetensors, holding exactly the encoder
 side's tensors, and config.json's "command_encoder" table: {"file", "window_step",
-"from_seconds"}. Every tensor's name, shape and finiteness is checked before one is used.
+"from_seconds", "recheck_below"}. Every tensor's name, shape and finiteness is checked
+before one is used.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 
 from glassformer.audio.io import MIN_WINDOW_STEP
 from glassformer.errors import CheckpointError, GlassformerError
-from glassformer.tasks.speech.model import CommandEncoder, SpeechModel
+from glassformer.tasks.speech.model import RECHECK_BELOW, CommandEncoder, SpeechModel
 
 COMMAND_ENCODER_FILE = "command_encoder.safetensors"
 ENCODER_SIDE = ("frontend.", "src_positions.", "encoder.")  # the network's encoder modules
@@ -48,10 +49,12 @@ def with_command_encoder(
     window_step: float,
     from_seconds: float,
     where: str = "the command encoder",
+    recheck_below: float = RECHECK_BELOW,
 ) -> SpeechModel:
     """`speech` carrying a command encoder: `weights` (the encoder side's tensors of a network
     like speech.model, e.g. a student's from bench/fit_window.py) read at windows of
-    `window_step` seconds by every clip heard at least `from_seconds` long.
+    `window_step` seconds by every clip heard at least `from_seconds` long; a command it
+    reads rejected or below `recheck_below` confidence is read again by the model's own.
 
     Raises:
         CheckpointError: weights missing, extra, of another shape or not finite (`where`
@@ -69,6 +72,8 @@ def with_command_encoder(
         )
     if not (math.isfinite(from_seconds) and from_seconds >= 0):
         raise CheckpointError(f"{where}: from_seconds={from_seconds!r} must be 0 or more")
+    if not 0 <= recheck_below <= 1:
+        raise CheckpointError(f"{where}: recheck_below={recheck_below!r} must be 0 to 1")
     network = type(speech.model).without_weights(speech.model.config)
     check_tensors(weights, encoder_tensors(network), Path(where))
     network.load_state_dict(weights, strict=False, assign=True)
@@ -78,7 +83,7 @@ def with_command_encoder(
     device = next(speech.model.parameters()).device
     network = network.to(device).eval()
     features = dataclasses.replace(speech.features, window_step=float(window_step))
-    commands = CommandEncoder(network, features, float(from_seconds))
+    commands = CommandEncoder(network, features, float(from_seconds), float(recheck_below))
     return dataclasses.replace(speech, command_encoder=commands)
 
 
@@ -99,6 +104,7 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
     try:
         name = table["file"]  # type: ignore[index]
         window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
+        recheck_below = float(table.get("recheck_below", RECHECK_BELOW))  # type: ignore[union-attr]
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
@@ -113,7 +119,9 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
         weights = load_file(str(path))
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
-    return with_command_encoder(speech, weights, window_step, from_seconds, str(path))
+    return with_command_encoder(
+        speech, weights, window_step, from_seconds, str(path), recheck_below
+    )
 
 
 def command_encoder_table(speech: SpeechModel) -> dict:
@@ -124,6 +132,7 @@ def command_encoder_table(speech: SpeechModel) -> dict:
         "file": COMMAND_ENCODER_FILE,
         "window_step": commands.features.window_step,
         "from_seconds": commands.from_seconds,
+        "recheck_below": commands.recheck_below,
     }
 
 

@@ -57,27 +57,55 @@ def transcribe_many(
     throughput comes from. Equal to transcribing them one by one. A batch holds at most
     MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches). A model
     with a command encoder reads each clip with the encoder its length calls for
-    (SpeechModel.reader): the clips of each encoder are batched apart, in order.
+    (SpeechModel.reader), the clips of each encoder batched apart; with a grammar, a command
+    it doubts (rejected, or below its recheck_below) is read again by the model's own.
     """
     if options.constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
     heard = [clip_audio(speech, w) for w in waveforms]
     readers = [speech.reader(len(h) / SAMPLE_RATE) for h in heard]  # one encoder, or two
-    results: list[Transcript | None] = [None] * len(heard)
+    results: list[Transcript] = [None] * len(heard)  # type: ignore[list-item]  (all filled)
     for network, features in dict.fromkeys(readers):
         mine = [i for i, reader in enumerate(readers) if reader[0] is network]
-        for batch_of in encoder_batches(features, [heard[i] for i in mine], encoder_batch):
-            clips = [heard[mine[j]] for j in batch_of]
-            read = [heard_features(speech, h, features) for h in clips]
-            lengths = torch.tensor([f.size(-1) for f in read])
-            batch = pad_features(read)  # (B, M, N)
-            same = bool((lengths == lengths[0]).all())
-            memory, padding = network.encode(batch, None if same else lengths.to(batch.device))
-            limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in clips]
-            decoded = decode_clips(speech, memory, padding, options, limits)
-            for j, transcript in zip(batch_of, decoded, strict=True):
-                results[mine[j]] = transcript
-    return results  # type: ignore[return-value]  (every slot filled above)
+        read = read_clips(
+            speech, network, features, [heard[i] for i in mine], options, encoder_batch
+        )
+        for i, transcript in zip(mine, read, strict=True):
+            results[i] = transcript
+    commands = speech.command_encoder
+    if commands is not None and options.constrain:  # a doubtful command: Whisper's own look
+        again = [
+            i for i, reader in enumerate(readers)
+            if reader[0] is commands.network and commands.doubts(results[i])
+        ]  # fmt: skip
+        own = [heard[i] for i in again]
+        read = read_clips(speech, speech.model, speech.features, own, options, encoder_batch)
+        for i, transcript in zip(again, read, strict=True):
+            results[i] = transcript
+    return results
+
+
+def read_clips(
+    speech: SpeechModel,
+    network: torch.nn.Module,
+    features: FeatureConfig,
+    heard: list[np.ndarray],
+    options: SpeechOptions,
+    encoder_batch: int,
+) -> list[Transcript]:
+    """Clips clip_audio cut, read by `network`'s encoder at `features` and decoded by the
+    model's decoder, in batches (encoder_batches)."""
+    results = []
+    for batch_of in encoder_batches(features, heard, encoder_batch):
+        clips = [heard[j] for j in batch_of]
+        read = [heard_features(speech, h, features) for h in clips]
+        lengths = torch.tensor([f.size(-1) for f in read])
+        batch = pad_features(read)  # (B, M, N)
+        same = bool((lengths == lengths[0]).all())
+        memory, padding = network.encode(batch, None if same else lengths.to(batch.device))
+        limits = [most_tokens(speech, len(h) / SAMPLE_RATE) for h in clips]
+        results += decode_clips(speech, memory, padding, options, limits)
+    return results
 
 
 def encoder_batches(

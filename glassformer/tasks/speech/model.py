@@ -24,10 +24,13 @@ from glassformer.errors import CheckpointError
 if TYPE_CHECKING:  # a SpeechModel may also hold an exported network (onnx_runtime.py): no torch
     from glassformer.audio.feature_config import FeatureConfig
     from glassformer.models.speech import SpeechTransformer
+    from glassformer.tasks.speech.transcript import Transcript
     from glassformer.tokenizer.base import Tokenizer
     from glassformer.voice.commands import CommandGrammar
 
 DEFAULT_REJECT_BELOW = 0.3  # a model trained here: constrained results below are rejected
+RECHECK_BELOW = 0.05  # a command encoder's results below: read again by Whisper's own
+# (1.1% of the benchmark's clips; one clean coffee order of 100 mended, docs/benchmarks.md)
 
 
 @dataclass(frozen=True)
@@ -115,9 +118,14 @@ class CommandEncoder:
     # decoder side is left out (None): decoding is the SpeechModel's own decoder's
     features: FeatureConfig  # the SpeechModel's, with this encoder's window_step
     from_seconds: float  # a clip heard (silence trimmed) at least this long reads this encoder
+    recheck_below: float = RECHECK_BELOW  # a command it reads rejected or below this
+    # confidence is read again by the model's own encoder (with a grammar)
 
     def reads(self, heard_seconds: float) -> bool:
         return heard_seconds >= self.from_seconds
+
+    def doubts(self, transcript: Transcript) -> bool:
+        return transcript.intent is None or transcript.confidence < self.recheck_below
 
 
 @dataclass(frozen=True, eq=False)

@@ -99,6 +99,21 @@ def test_a_command_reads_the_command_encoder_and_a_word_the_models_own(
     assert [as_tuple(t) for t in together] == [as_tuple(t) for t in alone]  # batched by encoder
 
 
+def test_a_command_the_command_encoder_doubts_is_read_again_by_the_models_own(
+    plain, student, paired, clips  # noqa: ANN001
+) -> None:
+    command, _ = clips
+    doubting = with_command_encoder(plain, student, 5.0, 1.5, recheck_below=1.0)  # every one
+    with torch.inference_mode():
+        first = transcribe(paired, command, options(paired))
+        assert 0.05 <= first.confidence < 1.0 and first.intent is not None  # not doubted
+        assert as_tuple(transcribe(doubting, command, options(doubting))) == as_tuple(
+            transcribe(plain, command, options(plain))
+        )
+        free = dataclasses.replace(options(doubting), constrain=False)  # no grammar: no doubt
+        assert transcribe(doubting, command, free).text == transcribe(paired, command, free).text
+
+
 def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command_encoder(
     paired,
     clips,
@@ -113,6 +128,7 @@ def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command
         "file": COMMAND_ENCODER_FILE,
         "window_step": 5.0,
         "from_seconds": 1.5,
+        "recheck_below": 0.05,
     }
     loaded = load_speech_model(out, grammar=paired.grammar)
     assert loaded.command_encoder is not None
@@ -154,5 +170,6 @@ def test_a_command_encoder_that_does_not_fit_is_refused_by_name(paired, tmp_path
     refused(table | {"window_step": 40}, weights, "window_step")
     refused(table | {"window_step": 0.01}, weights, "window_step")
     refused(table | {"from_seconds": -1}, weights, "from_seconds")
+    refused(table | {"recheck_below": 2}, weights, "recheck_below")
     refused(table | {"file": "../model.safetensors"}, weights, "not a file name")
     refused({"file": COMMAND_ENCODER_FILE}, weights, "invalid")
