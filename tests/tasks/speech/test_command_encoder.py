@@ -100,7 +100,10 @@ def test_a_command_reads_the_command_encoder_and_a_word_the_models_own(
 
 
 def test_a_command_the_command_encoder_doubts_is_read_again_by_the_models_own(
-    plain, student, paired, clips  # noqa: ANN001
+    plain,
+    student,
+    paired,
+    clips,  # noqa: ANN001
 ) -> None:
     command, _ = clips
     doubting = with_command_encoder(plain, student, 5.0, 1.5, recheck_below=1.0)  # every one
