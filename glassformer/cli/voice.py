@@ -51,13 +51,15 @@ def cmd_train_speech(args: argparse.Namespace) -> None:
 
     from glassformer.cli.train import SPEECH_PRESET, SPEECH_RUN, announce, resolve_settings, say
     from glassformer.errors import GlassformerError
-    from glassformer.tasks.speech.training import train_speech
+    from glassformer.tasks.speech.training import check_learnable, train_speech
     from glassformer.voice.grammar import Grammar
     from glassformer.voice.synth import read_dataset_info, synthesize
 
     preset_name = args.preset or ("finetune" if args.init else SPEECH_PRESET)
     if (preset_name == "finetune") != bool(args.init):
         raise GlassformerError("--init MODEL and --preset finetune go together (fine-tuning)")
+    if args.init:
+        check_learnable(args.init)  # before a clip is synthesized into OUT
     out = Path(args.out)
     data_dir = Path(args.data) if args.data else out / "data"
     if not args.data and not (data_dir / "manifest.jsonl").is_file():

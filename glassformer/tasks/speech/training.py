@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from glassformer.audio.features import FeatureConfig, compute_features
-from glassformer.errors import GlassformerError
+from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.models.configs import SpeechConfig
 from glassformer.models.speech import SpeechTransformer
 from glassformer.tasks.common import TOKENIZER_FILE, pad_sequences, special_ids
@@ -239,14 +239,30 @@ def train_speech(
 
 
 def check_learnable(init: str | Path) -> None:
-    """Raise GlassformerError for a model `glassformer export` wrote: its graphs have no
-    gradients; the model it came from learns, and is exported again."""
+    """Raise GlassformerError for a model that fine-tuning cannot start from, before anything
+    is spoken or built: one `glassformer export` wrote (its graphs have no gradients; the
+    model it came from learns, and is exported again), or one carrying a command encoder
+    (`glassformer fit-window`: the decoder would learn from Whisper's own encoder alone and
+    the second encoder would be dropped from the result)."""
+    from glassformer.convert.whisper_sources import is_pretrained_source
     from glassformer.tasks.speech.onnx_runtime import is_exported
+    from glassformer.train.checkpoint import read_header, resolve_checkpoint
 
     if is_exported(init):
         raise GlassformerError(
             f"{init}: an exported model cannot learn (its graphs have no gradients): fine-tune "
             "the model it was exported from, then export the result"
+        )
+    if is_pretrained_source(init) or not Path(init).is_dir():
+        return  # a Whisper as published, or a name: the loader says what it is
+    try:
+        header = read_header(resolve_checkpoint(init))
+    except CheckpointError:
+        return  # not a checkpoint of ours: the loader's one line names the problem
+    if "command_encoder" in header:
+        raise GlassformerError(
+            f"{init}: a model with a command encoder (glassformer fit-window) cannot learn "
+            "yet (its second encoder would be dropped): fine-tune the Whisper it came from"
         )
 
 

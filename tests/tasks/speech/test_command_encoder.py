@@ -176,3 +176,19 @@ def test_a_command_encoder_that_does_not_fit_is_refused_by_name(paired, tmp_path
     refused(table | {"recheck_below": 2}, weights, "recheck_below")
     refused(table | {"file": "../model.safetensors"}, weights, "not a file name")
     refused({"file": COMMAND_ENCODER_FILE}, weights, "invalid")
+
+
+def test_fine_tuning_refuses_a_pair_before_anything_is_made(paired, tmp_path, capsys) -> None:  # noqa: ANN001
+    """adapt and train speech would teach the decoder from Whisper's encoder alone and drop
+    the second encoder: refused in one line, before a clip is spoken or a folder made."""
+    from glassformer.cli import main
+    from glassformer.tasks.speech.pretrained import save_speech_model
+
+    pair = save_speech_model(paired, tmp_path / "pair", "test")
+    adapting = ["adapt", "--grammar", APPOINTMENTS, "--model", str(pair)]
+    training = ["train", "speech", "--grammar", APPOINTMENTS, "--init", str(pair)]
+    for args in (adapting, training):
+        assert main([*args, "--out", str(tmp_path / "out")]) == 2
+        error = capsys.readouterr().err
+        assert "command encoder" in error and len(error.strip().splitlines()) == 1, error
+        assert not (tmp_path / "out").exists()
