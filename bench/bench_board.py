@@ -21,7 +21,8 @@ over --runs fresh processes.
 --model times another model than whisper-tiny.en (a checkpoint; give it its own --out for
 its exports). --window-step pads the encoder's window to the next multiple of S seconds
 instead of the model's own (ListenerConfig.window_step); --only runs the configurations
-named. The exports are made first (with torch, in this process's children), into --out.
+named. The exports those named need are made first (with torch, in this process's
+children), into --out.
 """
 
 from __future__ import annotations
@@ -99,13 +100,6 @@ def main() -> None:
     seconds = [len(load_audio(f)) / 16_000 for f in files]
     truth = folder / "truth.json"
     truth.write_text(json.dumps(said))
-    for precision in ("int8", "float32"):
-        target = args.out / f"tiny-{precision}"
-        if not (target / "model.json").is_file():
-            subprocess.run(
-                [sys.executable, "-m", "glassformer", "export", args.model, "--out",
-                 str(target), "--precision", precision], check=True, cwd=ROOT,
-            )  # fmt: skip
     configurations = {
         "torch float32": (args.model, "float32"),
         "torch int8": (args.model, "int8"),
@@ -126,6 +120,14 @@ def main() -> None:
                 f"--only: no configuration {sorted(unknown)}; choose from {list(configurations)}"
             )
         configurations = {name: configurations[name] for name in args.only}
+    for name in configurations:  # the exports the configurations read, made once
+        precision = name.removeprefix("onnx ")
+        target = args.out / f"tiny-{precision}"
+        if precision != name and not (target / "model.json").is_file():
+            subprocess.run(
+                [sys.executable, "-m", "glassformer", "export", args.model, "--out",
+                 str(target), "--precision", precision], check=True, cwd=ROOT,
+            )  # fmt: skip
     step = "none" if args.window_step is None else str(args.window_step)
     result["window_step"] = args.window_step
     for name, (model, precision) in configurations.items():

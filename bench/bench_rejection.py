@@ -2,7 +2,7 @@
 at each reject_ratio (a DET-style table: true accepts beside false accepts).
 
     .venv/bin/python bench/bench_rejection.py [--grammars coffee en de es it nl fr]
-        [--count 15] [--out runs/bench_rejection.json] [--rows SAVED.json]
+        [--count 15] [--model MODEL] [--out runs/bench_rejection.json] [--rows SAVED.json]
         [--hearings listener|both|context|plain]
 
 Each grammar (the coffee grammar, or Home Assistant's sentences of a language with the
@@ -42,7 +42,7 @@ import bench_homeassistant as ha  # noqa: E402 - the voices, homes and not-comma
 RATIOS = [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]
 
 
-def decodes(name: str, count: int, seed: int) -> list[dict]:
+def decodes(name: str, count: int, seed: int, model: str | None = None) -> list[dict]:
     from glassformer.audio.augment import add_noise
     from glassformer.audio.io import load_audio
     from glassformer.tasks.speech.config import ListenerConfig
@@ -56,6 +56,8 @@ def decodes(name: str, count: int, seed: int) -> list[dict]:
         language = name
         home = ha.ROOT / "bench" / "homes" / f"{name}.yaml"
         config = ListenerConfig(intents=name, entities=str(home))
+    if model is not None:
+        config = dataclasses.replace(config, model=model)
     listener = Listener(config)
     constrained = dataclasses.replace(listener.options, reject_below=0.0, reject_ratio=0.0)
     free = dataclasses.replace(listener.options, constrain=False, beam_size=1)
@@ -148,6 +150,9 @@ def main() -> None:
         "--grammars", nargs="+", default=["coffee", "en", "de", "es", "it", "nl", "fr"]
     )
     parser.add_argument("--count", type=int, default=15)
+    parser.add_argument(
+        "--model", help="the speech model (default: the Listener's for each language)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ha.ROOT / "runs" / "bench_rejection.json")
     parser.add_argument(
@@ -167,7 +172,7 @@ def main() -> None:
     rows: list[dict] = [] if args.rows is None else json.loads(args.rows.read_text())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.grammars if args.rows is None else []:
-        rows += decodes(name, args.count, args.seed)
+        rows += decodes(name, args.count, args.seed, args.model)
         write_text_atomically(args.out, json.dumps(rows, ensure_ascii=False, indent=1))
         print(
             f"{name}: {sum(r['grammar'] == name for r in rows)} clips", file=sys.stderr, flush=True
