@@ -84,4 +84,7 @@ def cmd_fit_window(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     model = fit_window(config, args.out)
-    print(f"wrote {model}: give it as MODEL\n  glassformer transcribe {model} CLIP.wav")
+    print(
+        f"wrote {model}: give it as MODEL, with --precision int8 for its speed\n"
+        f"  glassformer transcribe {model} CLIP.wav --precision int8"
+    )
