@@ -120,13 +120,11 @@ def main() -> None:
                 f"--only: no configuration {sorted(unknown)}; choose from {list(configurations)}"
             )
         configurations = {name: configurations[name] for name in args.only}
-    for name in configurations:  # the exports the configurations read, made once
-        precision = name.removeprefix("onnx ")
-        target = args.out / f"tiny-{precision}"
-        if precision != name and not (target / "model.json").is_file():
+    for name, (target, _) in configurations.items():  # the exports they read, made once
+        if name.startswith("onnx ") and not (Path(target) / "model.json").is_file():
             subprocess.run(
                 [sys.executable, "-m", "glassformer", "export", args.model, "--out",
-                 str(target), "--precision", precision], check=True, cwd=ROOT,
+                 target, "--precision", name.removeprefix("onnx ")], check=True, cwd=ROOT,
             )  # fmt: skip
     step = "none" if args.window_step is None else str(args.window_step)
     result["window_step"] = args.window_step

@@ -76,7 +76,8 @@ def transcribe_many(
     if commands is not None and options.constrain:  # a doubtful command: Whisper's own look
         again = [
             i for i, reader in enumerate(readers)
-            if reader[0] is commands.network and commands.doubts(results[i])
+            if reader[0] is commands.network
+            and commands.doubts(results[i].intent, results[i].confidence)
         ]  # fmt: skip
         own = [heard[i] for i in again]
         read = read_clips(speech, speech.model, speech.features, own, options, encoder_batch)

@@ -24,7 +24,6 @@ from glassformer.errors import CheckpointError
 if TYPE_CHECKING:  # a SpeechModel may also hold an exported network (onnx_runtime.py): no torch
     from glassformer.audio.feature_config import FeatureConfig
     from glassformer.models.speech import SpeechTransformer
-    from glassformer.tasks.speech.transcript import Transcript
     from glassformer.tokenizer.base import Tokenizer
     from glassformer.voice.commands import CommandGrammar
 
@@ -124,8 +123,10 @@ class CommandEncoder:
     def reads(self, heard_seconds: float) -> bool:
         return heard_seconds >= self.from_seconds
 
-    def doubts(self, transcript: Transcript) -> bool:
-        return transcript.intent is None or transcript.confidence < self.recheck_below
+    def doubts(self, intent: str | None, confidence: float) -> bool:
+        """Whether a command this encoder read (its intent, None if rejected, and its
+        confidence) is read again by the model's own encoder."""
+        return intent is None or confidence < self.recheck_below
 
 
 @dataclass(frozen=True, eq=False)
