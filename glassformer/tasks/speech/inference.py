@@ -24,7 +24,7 @@ from glassformer.audio.features import FeatureConfig, padded_length
 from glassformer.audio.io import SAMPLE_RATE
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
-from glassformer.tasks.speech.model import SpeechModel
+from glassformer.tasks.speech.model import WEIGHED_FROM, SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.search import decode_clips
 from glassformer.tasks.speech.transcript import Transcript
@@ -58,7 +58,8 @@ def transcribe_many(
     MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches). A model
     with a command encoder reads each clip with the encoder its length calls for
     (SpeechModel.reader), the clips of each encoder batched apart; with a grammar, a command
-    it doubts (rejected, or below its recheck_below) is read again by the model's own.
+    it doubts (rejected, or below its recheck_below) is read again by the model's own, and the
+    surer of the two readings stands (second_reading).
     """
     if options.constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
@@ -82,8 +83,25 @@ def transcribe_many(
         own = [heard[i] for i in again]
         read = read_clips(speech, speech.model, speech.features, own, options, encoder_batch)
         for i, transcript in zip(again, read, strict=True):
-            results[i] = transcript
+            results[i] = second_reading(results[i], transcript)
     return results
+
+
+def second_reading(first: Transcript, second: Transcript) -> Transcript:
+    """Of a command the command encoder doubted (`first`) and Whisper's own encoder's reading
+    of the same clip (`second`), the one that stands. A first reading rejected or under
+    WEIGHED_FROM confidence gives way to the second, whatever it is; otherwise a command
+    stands over a rejection (each reading has passed its own rejection test:
+    search.checked_against_free_text), and of two commands the surer, Whisper's own at a tie.
+    The command encoder hears noisy commands better than Whisper's own, which rejects some
+    of them, so where it was merely unsure the two are weighed (docs/benchmarks.md, "Two
+    encoders in one model", attempt 16).
+    """
+    if first.intent is None or first.confidence < WEIGHED_FROM:
+        return second
+    if second.intent is None or second.confidence < first.confidence:
+        return first
+    return second
 
 
 def read_clips(

@@ -21,10 +21,12 @@ from glassformer.tasks.speech.command_encoder import (
     with_command_encoder,
 )
 from glassformer.tasks.speech.config import ListenerConfig
-from glassformer.tasks.speech.inference import transcribe, transcribe_many
+from glassformer.tasks.speech.inference import second_reading, transcribe, transcribe_many
 from glassformer.tasks.speech.listener import Listener
 from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
+from glassformer.tasks.speech.model import RECHECK_BELOW, WEIGHED_FROM
 from glassformer.tasks.speech.options import SpeechOptions
+from glassformer.tasks.speech.transcript import Transcript
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
 from tests.installed import needs_voice, needs_whisper
@@ -110,11 +112,31 @@ def test_a_command_the_command_encoder_doubts_is_read_again_by_the_models_own(
     with torch.inference_mode():
         first = transcribe(paired, command, options(paired))
         assert 0.05 <= first.confidence < 1.0 and first.intent is not None  # not doubted
-        assert as_tuple(transcribe(doubting, command, options(doubting))) == as_tuple(
-            transcribe(plain, command, options(plain))
-        )
+        own = transcribe(plain, command, options(plain))
+        assert own.intent is not None and own.confidence != first.confidence  # two readings
+        again = transcribe(doubting, command, options(doubting))
+        surer = own if own.confidence >= first.confidence else first
+        assert as_tuple(again) == as_tuple(surer)
         free = dataclasses.replace(options(doubting), constrain=False)  # no grammar: no doubt
         assert transcribe(doubting, command, free).text == transcribe(paired, command, free).text
+
+
+def test_of_two_readings_a_command_stands_over_a_rejection_and_else_the_surer_one() -> None:
+    doubted = Transcript("a large latte", "orderDrink", {"size": "large"}, confidence=0.3)
+    surer = Transcript("a small latte", "orderDrink", {"size": "small"}, confidence=0.4)
+    less_sure = dataclasses.replace(surer, confidence=0.2)
+    as_sure = dataclasses.replace(surer, confidence=0.3)
+    rejected = Transcript("a large lot", None, confidence=0.5)
+    assert second_reading(doubted, surer) is surer
+    assert second_reading(doubted, as_sure) is as_sure  # a tie: Whisper's own
+    assert second_reading(doubted, less_sure) is doubted  # the command encoder was surer
+    assert second_reading(doubted, rejected) is doubted  # its command passed its own test
+    unheard = dataclasses.replace(doubted, intent=None, slots={})
+    assert second_reading(unheard, less_sure) is less_sure
+    assert second_reading(unheard, rejected) is rejected
+    faint = dataclasses.replace(doubted, confidence=WEIGHED_FROM / 2)  # never overrules
+    assert second_reading(faint, rejected) is rejected
+    assert second_reading(faint, dataclasses.replace(surer, confidence=0.01)).confidence == 0.01
 
 
 def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command_encoder(
@@ -131,7 +153,7 @@ def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command
         "file": COMMAND_ENCODER_FILE,
         "window_step": 5.0,
         "from_seconds": 1.5,
-        "recheck_below": 0.05,
+        "recheck_below": RECHECK_BELOW,  # the default, written with the model
     }
     loaded = load_speech_model(out, grammar=paired.grammar)
     assert loaded.command_encoder is not None
