@@ -43,6 +43,10 @@ WEIGHTS_FILE = "model.safetensors"
 TASK_MODELS = {"lm": "gpt", "speech": "speech", "translation": "seq2seq"}  # task -> model kind
 
 
+FINITE_CHECK_STRETCH = 1 << 20  # values a finiteness check reads at a time: isfinite holds
+# temporaries as large as what it reads (a whole 80-MB token table: 70 MB more peak memory)
+
+
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """The state dict with tied tensors kept once (the first name wins), all contiguous.
 
@@ -164,7 +168,9 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
 
     The names and shapes in the weights file's header are checked against the config before
     the model is built (from a weightless copy on the meta device), so a config that asks for
-    more than the file holds allocates nothing.
+    more than the file holds allocates nothing. The weights are then read a tensor at a time
+    into the built model, each checked as it comes, so the whole file is never held beside
+    the model (a speech model with two encoders: 606 -> 528 MB peak, docs/benchmarks.md).
 
     Returns:
         The model in eval mode on `device`.
@@ -172,8 +178,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     Raises:
         CheckpointError: one line naming the file and what is wrong with it.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors import SafetensorError, safe_open
 
     header = read_header(directory)
     build = MODELS[header["kind"]][1]
@@ -185,11 +190,18 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     check_shapes(stored_shapes(path), expected_shapes(skeleton), path)
     model = build(header["config"])
     try:
-        tensors = load_file(str(path))
+        with safe_open(str(path), framework="pt") as weights, torch.no_grad():
+            seen: set[int] = set()  # tied aliases: their storage is filled once, by its first name
+            for name, target in model.state_dict().items():  # views of the model's own tensors
+                if target.data_ptr() in seen:
+                    continue
+                seen.add(target.data_ptr())
+                tensor = weights.get_tensor(name)
+                check_tensor(name, tensor, path)
+                target.copy_(tensor)
+                del tensor  # one tensor of the file held at a time
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
-    check_tensors(tensors, unique_state_dict(model), path)
-    model.load_state_dict(tensors, strict=False)  # tied aliases are restored by sharing
     return model.to(device).eval()
 
 
@@ -242,9 +254,17 @@ def check_tensors(
     shapes = {name: tuple(tensor.shape) for name, tensor in found.items()}
     check_shapes(shapes, {name: tuple(t.shape) for name, t in expected.items()}, path)
     for name in expected:
-        if not found[name].is_floating_point():
-            raise CheckpointError(f"{path}: tensor {name!r} has dtype {found[name].dtype}")
-        if not bool(torch.isfinite(found[name]).all()):
+        check_tensor(name, found[name], path)
+
+
+def check_tensor(name: str, tensor: torch.Tensor, path: Path) -> None:
+    """Raise CheckpointError unless `tensor` (of `name`, its shape checked already) holds
+    floating-point values, all finite."""
+    if not tensor.is_floating_point():
+        raise CheckpointError(f"{path}: tensor {name!r} has dtype {tensor.dtype}")
+    flat = tensor.reshape(-1)  # checked a stretch at a time: isfinite's temporaries are the
+    for start in range(0, flat.numel(), FINITE_CHECK_STRETCH):  # stretch's, not the tensor's
+        if not bool(torch.isfinite(flat[start : start + FINITE_CHECK_STRETCH]).all()):
             raise CheckpointError(f"{path}: tensor {name!r} holds NaN or infinite values")
 
 

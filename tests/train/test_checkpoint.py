@@ -120,6 +120,16 @@ def break_checkpoint(path: Path, how: str) -> None:
     elif how == "unknown-key":
         header["config"]["n_embd"] = 32
         config_path.write_text(json.dumps(header))
+    elif how in ("nan", "integers"):  # one tensor of the file, found as it is read
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(str(weights))
+        last = list(tensors)[-1]
+        if how == "nan":
+            tensors[last][..., 0] = float("nan")
+        else:
+            tensors[last] = tensors[last].to(torch.int32)
+        save_file(tensors, str(weights))
 
 
 @pytest.mark.parametrize(
@@ -136,6 +146,8 @@ def break_checkpoint(path: Path, how: str) -> None:
         ("layers", r"model\.safetensors: missing tensors decoder\.blocks\.2\."),
         ("invalid-config", r"invalid config: d_model=32 is not divisible by n_heads=5"),
         ("unknown-key", r"invalid config: unknown GPTConfig field\(s\): n_embd"),
+        ("nan", r"model\.safetensors: tensor '.+' holds NaN or infinite values"),
+        ("integers", r"model\.safetensors: tensor '.+' has dtype torch\.int32"),
     ],
 )
 def test_broken_checkpoint_gives_one_line_error(gpt_dir: Path, how: str, message: str) -> None:
