@@ -15,20 +15,13 @@ DEFAULT_CLIPS = 2500  # synthesized clips when `train speech` is given no --data
 def cmd_voice_synth(args: argparse.Namespace) -> None:
     from glassformer.errors import GlassformerError
     from glassformer.voice.grammar import Grammar
-    from glassformer.voice.synth import MAX_CLIPS, MAX_PITCH_HZ, MIN_PITCH_HZ, synthesize
+    from glassformer.voice.synth import check_count, check_pitch, check_share, synthesize
 
-    if not 1 <= args.count <= MAX_CLIPS:
-        raise GlassformerError(f"--count {args.count}: must be from 1 to {MAX_CLIPS:,} clips")
+    check_count(args.count, "--count")  # before anything is made, named as the flags
     if args.noise_dir and not Path(args.noise_dir).is_dir():
         raise GlassformerError(f"--noise-dir {args.noise_dir}: no such folder")
-    if not 0 <= args.word_by_word <= 1:  # nan too
-        raise GlassformerError(f"--word-by-word {args.word_by_word}: must be a share from 0 to 1")
-    low, high = args.pitch_hz or (MIN_PITCH_HZ, MAX_PITCH_HZ)
-    if not MIN_PITCH_HZ <= low <= high <= MAX_PITCH_HZ:  # nan too
-        raise GlassformerError(
-            f"--pitch-hz {low:g} {high:g}: must be LOW <= HIGH, from {MIN_PITCH_HZ} to "
-            f"{MAX_PITCH_HZ} Hz"
-        )
+    check_share(args.word_by_word, "--word-by-word")
+    check_pitch(tuple(args.pitch_hz) if args.pitch_hz else None, "--pitch-hz")
     noise_dir = str(Path(args.noise_dir).resolve()) if args.noise_dir else ""
     grammar = Grammar.from_yaml(args.grammar)
     print(f"synthesizing {args.count:,} clips of {args.grammar} into {args.out}", flush=True)

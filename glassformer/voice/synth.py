@@ -285,18 +285,27 @@ def render(
     save_audio(path, waveform / peak * rng.uniform(0.3, 0.9))
 
 
-def check_share(word_by_word: object) -> float:
-    """A share of clips in [0, 1].
+def named(name: str, value: object) -> str:
+    """How an error names a setting: a flag as typed ("--pitch-hz 250 85"), a keyword as
+    Python writes it ("pitch_hz=(250, 85)")."""
+    if not name.startswith("--"):
+        return f"{name}={value!r}"
+    values = value if isinstance(value, tuple | list) else (value,)
+    return " ".join([name, *(f"{v:g}" if isinstance(v, float) else str(v) for v in values)])
+
+
+def check_share(word_by_word: object, name: str = "word_by_word") -> float:
+    """A share of clips in [0, 1]; `name` as errors call it (a keyword, or a flag).
 
     Raises:
         GlassformerError: "word_by_word=2: ..." for anything else (nan included).
     """
     if not isinstance(word_by_word, int | float) or not 0 <= word_by_word <= 1:
-        raise GlassformerError(f"word_by_word={word_by_word!r}: must be a share from 0 to 1")
+        raise GlassformerError(f"{named(name, word_by_word)}: must be a share from 0 to 1")
     return float(word_by_word)
 
 
-def check_pitch(pitch_hz: object) -> tuple[float, float] | None:
+def check_pitch(pitch_hz: object, name: str = "pitch_hz") -> tuple[float, float] | None:
     """None, or a range of mean F0 (LOW, HIGH) within MIN_PITCH_HZ..MAX_PITCH_HZ.
 
     Raises:
@@ -308,20 +317,22 @@ def check_pitch(pitch_hz: object) -> tuple[float, float] | None:
     numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (low, high))
     if not numbers or not MIN_PITCH_HZ <= low <= high <= MAX_PITCH_HZ:
         raise GlassformerError(
-            f"pitch_hz={pitch_hz!r}: must be two numbers LOW <= HIGH from {MIN_PITCH_HZ} to "
+            f"{named(name, pitch_hz)}: must be two numbers LOW <= HIGH from {MIN_PITCH_HZ} to "
             f"{MAX_PITCH_HZ} Hz"
         )
     return (low, high)
 
 
-def check_count(count: object) -> int:
+def check_count(count: object, name: str = "count") -> int:
     """A clip count in [1, MAX_CLIPS].
 
     Raises:
         GlassformerError: "count=0: ..." for anything else.
     """
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_CLIPS:
-        raise GlassformerError(f"count={count!r}: must be a whole number from 1 to {MAX_CLIPS:,}")
+        raise GlassformerError(
+            f"{named(name, count)}: must be a whole number from 1 to {MAX_CLIPS:,} clips"
+        )
     return count
 
 

@@ -204,16 +204,16 @@ def test_cli_two_seeds_into_one_folder(tmp_path: Path, capsys: pytest.CaptureFix
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--count", "0"], "--count 0: must be from 1 to 1,000,000 clips"),
-        (["--count", "-1"], "--count -1: must be from 1"),
-        (["--count", "100000000"], "--count 100000000: must be from 1"),
+        (["--count", "0"], "--count 0: must be a whole number from 1 to 1,000,000 clips"),
+        (["--count", "-1"], "--count -1: must be a whole number from 1"),
+        (["--count", "100000000"], "--count 100000000: must be a whole number from 1"),
         (["--noise-dir", "/nonexistent/noise"], "--noise-dir /nonexistent/noise: no such folder"),
         (["--grammar", "/nonexistent.yaml"], "/nonexistent.yaml: no such grammar file"),
         (["--word-by-word", "1.5"], "--word-by-word 1.5: must be a share from 0 to 1"),
         (["--word-by-word", "nan"], "--word-by-word nan: must be a share from 0 to 1"),
-        (["--pitch-hz", "250", "85"], "--pitch-hz 250 85: must be LOW <= HIGH, from 50 to 400"),
-        (["--pitch-hz", "nan", "200"], "--pitch-hz nan 200: must be LOW <= HIGH"),
-        (["--pitch-hz", "20", "200"], "--pitch-hz 20 200: must be LOW <= HIGH"),
+        (["--pitch-hz", "250", "85"], "--pitch-hz 250 85: must be two numbers LOW <= HIGH from 50"),
+        (["--pitch-hz", "nan", "200"], "--pitch-hz nan 200: must be two numbers LOW <= HIGH"),
+        (["--pitch-hz", "20", "200"], "--pitch-hz 20 200: must be two numbers LOW <= HIGH"),
     ],
 )
 def test_cli_bad_flags_are_one_line_errors_and_leave_nothing(
