@@ -14,15 +14,15 @@ orders alone, another 100 of the held-out voices (`coffee --clips 700 --seed SEE
 other sentences, other draws): where a cut is chosen, apart from the sets it is then measured
 on. Its results, one row a clip (right, kept, confidence), are saved in --out and read back
 on a later run. Then for each --slow model and each cut C: the fast model's answer where it
-kept a command at confidence >= C, else the one that stands of the two (the slow model's
-where the fast one rejected the clip or was under WEIGHED_FROM; else a command over a
-rejection and the surer of two commands: inference.second_reading's rule); and the share of
-clips that pay for the second hearing. With
---recorded N, also the fast model's confidence on the N real recorded commands bench_board.py
-times (bench_serve.recorded_clips, the appointments grammar) and how many of them each cut
-would hear twice. With --length-cuts T ..., also the fast model's answer for clips whose heard
-audio (silence trimmed, as the Listener trims it) lasts at least T s, the slow model's for
-shorter ones: a window chosen by the clip's length, each clip heard once. Prints JSON.
+kept a command at confidence >= C, else the one of the two that stands by
+inference.second_reading's rule (the slow model's where the fast one rejected the clip or was
+under WEIGHED_FROM; else a command over a rejection and the surer of two commands); and the
+share of clips that pay for the second hearing. With --recorded N, also the fast model's
+confidence on the N real recorded commands bench_board.py times (bench_serve.recorded_clips,
+the appointments grammar) and how many of them each cut would hear twice. With --length-cuts
+T ..., also the fast model's answer for clips whose heard audio (silence trimmed, as the
+Listener trims it) lasts at least T s, the slow model's for shorter ones: a window chosen by
+the clip's length, each clip heard once. Prints JSON.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_whisper as bw  # noqa: E402 - the sets, noise draws and grammars
 
-from glassformer.tasks.speech.model import WEIGHED_FROM  # noqa: E402
+from glassformer.tasks.speech.inference import second_reading  # noqa: E402
 
 CUTS = [0.05, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]
 
@@ -125,6 +125,13 @@ def cells(rows: list[dict]) -> dict[str, int]:
     return counts
 
 
+def reading(row: dict):  # noqa: ANN201 - a Transcript
+    """A row as the Transcript second_reading weighs: kept or not, and its confidence."""
+    from glassformer.tasks.speech.transcript import Transcript
+
+    return Transcript("", "command" if row["kept"] else None, confidence=row["confidence"])
+
+
 def cascade(fast: list[dict], slow: list[dict], cut: float) -> tuple[list[dict], float]:
     """The cascade's rows at `cut`, and the share of clips heard twice."""
     chosen, twice = [], 0
@@ -133,9 +140,8 @@ def cascade(fast: list[dict], slow: list[dict], cut: float) -> tuple[list[dict],
             chosen.append(f)
             continue
         twice += 1
-        weighed = f["kept"] and f["confidence"] >= WEIGHED_FROM
-        first = weighed and (not s["kept"] or s["confidence"] < f["confidence"])
-        chosen.append(f if first else s)  # inference.second_reading's rule
+        first, second = reading(f), reading(s)
+        chosen.append(f if second_reading(first, second) is first else s)
     return chosen, twice / len(fast)
 
 
