@@ -47,6 +47,17 @@ FINITE_CHECK_STRETCH = 1 << 20  # values a finiteness check reads at a time: isf
 # temporaries as large as what it reads (a whole 80-MB token table: 70 MB more peak memory)
 
 
+def stored(tensor: torch.Tensor) -> torch.Tensor:
+    """A float32 tensor as float16 where every value survives the round trip exactly (an
+    imported Whisper's weights, published in float16: half the file, and half the memory
+    each tensor takes while it is read), else as it is. Loading widens it back, bit for bit.
+    """
+    if tensor.dtype != torch.float32:
+        return tensor
+    half = tensor.to(torch.float16)
+    return half if torch.equal(half.to(torch.float32), tensor) else tensor
+
+
 def unique_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """The state dict with tied tensors kept once (the first name wins), all contiguous.
 
@@ -90,7 +101,7 @@ def save_checkpoint(
     header = {"format_version": FORMAT_VERSION, "kind": model.kind}
     header["config"] = config_to_dict(model.config)
     header.update(metadata or {})
-    tensors = {name: t.cpu() for name, t in unique_state_dict(model).items()}
+    tensors = {name: stored(t.cpu()) for name, t in unique_state_dict(model).items()}
 
     def write(tmp: Path) -> None:
         save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format_version": "1"})

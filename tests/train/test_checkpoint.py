@@ -59,6 +59,26 @@ def test_round_trip_restores_config_and_every_tensor(
     assert json.loads((path / "config.json").read_text())["note"] == "hello"
 
 
+def test_weights_exact_in_float16_are_stored_so_and_load_back_bit_for_bit(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    model = Seq2SeqTransformer(Seq2SeqConfig.tiny())
+    with torch.no_grad():  # as an imported Whisper's: published in float16
+        for name, tensor in model.state_dict().items():
+            if not name.startswith("decoder."):
+                tensor.copy_(tensor.half().float())
+    path = save_checkpoint(model, tmp_path / "ckpt")
+    with safe_open(str(path / "model.safetensors"), framework="pt") as weights:
+        dtypes = {name: weights.get_tensor(name).dtype for name in weights.keys()}  # noqa: SIM118
+    assert {d for n, d in dtypes.items() if n.startswith("encoder.")} == {torch.float16}
+    assert torch.float32 in {d for n, d in dtypes.items() if n.startswith("decoder.")}
+    loaded = glassformer.load(path)
+    for (name, expected), (_, actual) in zip(
+        model.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert actual.dtype == torch.float32 and torch.equal(actual, expected), name
+
+
 def test_saving_over_an_existing_checkpoint_replaces_it(gpt_dir: Path) -> None:
     other = GPT(GPTConfig.tiny(vocab_size=10))
     save_checkpoint(other, gpt_dir)
