@@ -75,12 +75,13 @@ def load_task_checkpoint(
 
 
 def load_task_parts(
-    path: str | Path, task: str, device: str = "cpu"
+    path: str | Path, task: str, device: str = "cpu", as_stored: bool = False
 ) -> tuple[nn.Module, dict[str, Tokenizer], Path, dict[str, Any]]:
     """load_task_checkpoint's model, directory and header, with the tokenizers config.json
     names ("tokenizer", and "source_tokenizer" for translation), each checked to fit the
     model: no more ids than its vocabulary, the special tokens its task needs, and an
-    imported model's decoding ids within the vocabulary.
+    imported model's decoding ids within the vocabulary. `as_stored`: the weights in the
+    dtypes the file holds them (load_checkpoint), for a caller that quantizes them next.
 
     Raises:
         CheckpointError: as load_task_checkpoint, one line naming the file that does not fit.
@@ -90,7 +91,7 @@ def load_task_parts(
 
     torch_device = resolve_device(device)
     directory, header = open_task_checkpoint(path, task)
-    model = load_checkpoint(directory, torch_device)
+    model = load_checkpoint(directory, torch_device, as_stored)
     return model, check_tokenizers(model, directory, header, task), directory, header
 
 

@@ -174,14 +174,19 @@ def read_header(directory: str | Path) -> dict[str, Any]:
     return header
 
 
-def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -> nn.Module:
+def load_checkpoint(
+    directory: str | Path, device: str | torch.device = "cpu", as_stored: bool = False
+) -> nn.Module:
     """Build the model described by config.json and load model.safetensors into it.
 
     The names and shapes in the weights file's header are checked against the config before
     the model is built (from a weightless copy on the meta device), so a config that asks for
     more than the file holds allocates nothing. The weights are then read a tensor at a time
     into the built model, each checked as it comes, so the whole file is never held beside
-    the model (a speech model with two encoders: 606 -> 528 MB peak, docs/benchmarks.md).
+    the model (a speech model with two encoders: 606 -> 546 MB peak, docs/benchmarks.md).
+    With `as_stored`, the weightless copy itself is given the tensors in the dtypes the file
+    holds them (float16 where that was exact: `stored`), and no float32 model is built: for
+    a caller that quantizes them next and widens the rest (models/int8.py).
 
     Returns:
         The model in eval mode on `device`.
@@ -199,21 +204,49 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     with torch.device("meta"):
         skeleton = build(header["config"])
     check_shapes(stored_shapes(path), expected_shapes(skeleton), path)
-    model = build(header["config"])
+    model = skeleton if as_stored else build(header["config"])
+    aliases = tied_names(model)  # name -> the names that share its tensor after it
     try:
         with safe_open(str(path), framework="pt") as weights, torch.no_grad():
-            seen: set[int] = set()  # tied aliases: their storage is filled once, by its first name
-            for name, target in model.state_dict().items():  # views of the model's own tensors
-                if target.data_ptr() in seen:
-                    continue
-                seen.add(target.data_ptr())
+            targets = model.state_dict(keep_vars=True)
+            for name in expected_shapes(skeleton):  # each tensor once: tied aliases follow it
                 tensor = weights.get_tensor(name)
                 check_tensor(name, tensor, path)
-                target.copy_(tensor)
+                if as_stored:
+                    assign(model, name, tensor, aliases.get(name, ()))
+                else:
+                    targets[name].copy_(tensor)
                 del tensor  # one tensor of the file held at a time
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
+    empty = [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if empty:  # a tensor neither in the file nor computed by the model: a bug, not bad input
+        raise CheckpointError(f"{path}: nothing loaded for {', '.join(empty[:5])}")
     return model.to(device).eval()
+
+
+def tied_names(model: nn.Module) -> dict[str, list[str]]:
+    """For each tensor that other names share (a tied output layer), those other names."""
+    first: dict[int, str] = {}
+    aliases: dict[str, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) in first:
+            aliases.setdefault(first[id(tensor)], []).append(name)
+        else:
+            first[id(tensor)] = name
+    return aliases
+
+
+def assign(model: nn.Module, name: str, tensor: torch.Tensor, aliases: list[str]) -> None:
+    """Make `tensor` the model's `name` (a parameter or a buffer), as it is, and its aliases'
+    the same one (a tied output layer stays tied)."""
+    owner, _, leaf = name.rpartition(".")
+    is_parameter = leaf in model.get_submodule(owner)._parameters
+    value = nn.Parameter(tensor, requires_grad=False) if is_parameter else tensor
+    for each in (name, *aliases):
+        owner, _, leaf = each.rpartition(".")
+        table = "_parameters" if is_parameter else "_buffers"
+        getattr(model.get_submodule(owner), table)[leaf] = value
 
 
 def stored_shapes(path: Path) -> dict[str, tuple[int, ...]]:

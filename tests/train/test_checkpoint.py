@@ -13,7 +13,7 @@ import glassformer
 from glassformer.errors import CheckpointError
 from glassformer.models.gpt import GPT, GPTConfig
 from glassformer.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from glassformer.train.checkpoint import save_checkpoint
+from glassformer.train.checkpoint import load_checkpoint, save_checkpoint
 
 
 @pytest.fixture
@@ -77,6 +77,14 @@ def test_weights_exact_in_float16_are_stored_so_and_load_back_bit_for_bit(tmp_pa
         model.state_dict().items(), loaded.state_dict().items(), strict=True
     ):
         assert actual.dtype == torch.float32 and torch.equal(actual, expected), name
+    as_stored = load_checkpoint(path, as_stored=True)  # for a caller that quantizes next
+    assert as_stored.head.weight is as_stored.tgt_embed.weight, "still tied"
+    for (name, expected), (_, actual) in zip(
+        model.state_dict().items(), as_stored.state_dict().items(), strict=True
+    ):
+        if name in dtypes:  # not a tied alias, nor a computed table
+            assert actual.dtype == dtypes[name], name  # as the file holds it
+        assert torch.equal(actual.float(), expected), name
 
 
 def test_saving_over_an_existing_checkpoint_replaces_it(gpt_dir: Path) -> None:

@@ -129,9 +129,9 @@ def load_speech_model(
 
     `grammar` replaces the grammar the checkpoint was trained with (a pretrained model has
     none). A checkpoint's "decoding" table comes from its importer; a model trained here
-    starts from <bos> and ends with <eos>. `widen=False` keeps a published Whisper's float16
-    weights as stored, for a caller that quantizes them next (listener.load); a checkpoint
-    of ours is float32 anyway.
+    starts from <bos> and ends with <eos>. `widen=False` keeps float16 weights as stored (a
+    published Whisper's, and a checkpoint's where float16 held them exactly: a model with a
+    command encoder), for a caller that quantizes them next (listener.load).
     """
     from glassformer.tasks.speech.onnx_runtime import is_exported, load_exported
 
@@ -146,7 +146,9 @@ def load_speech_model(
     if is_pretrained_source(source) or not Path(source).exists():
         speech = load_pretrained(source, device, widen)  # an unknown name: one line listing ours
         return use_grammar(speech, grammar)
-    model, tokenizers, directory, header = load_task_parts(source, "speech", device)
+    model, tokenizers, directory, header = load_task_parts(
+        source, "speech", device, as_stored=not widen
+    )  # not widened: float16 where the file holds it so, quantized next (listener.load)
     where = directory / "config.json"
     if not isinstance(header.get("features"), dict):
         raise CheckpointError(f'{where}: no "features" settings')
