@@ -205,7 +205,7 @@ def load_checkpoint(
         skeleton = build(header["config"])
     check_shapes(stored_shapes(path), expected_shapes(skeleton), path)
     model = skeleton if as_stored else build(header["config"])
-    aliases = tied_names(model)  # name -> the names that share its tensor after it
+    aliases = tied_names(model) if as_stored else {}  # name -> the names sharing its tensor
     try:
         with safe_open(str(path), framework="pt") as weights, torch.no_grad():
             targets = model.state_dict(keep_vars=True)
