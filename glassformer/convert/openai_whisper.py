@@ -21,7 +21,6 @@ widths are refused).
 
 from __future__ import annotations
 
-import pickle
 import re
 import warnings
 from collections.abc import Mapping
@@ -123,12 +122,12 @@ def read_openai_checkpoint(path: str | Path) -> tuple[dict[str, int], dict[str, 
         with warnings.catch_warnings():  # a newer pickle protocol than torch expects: harmless
             warnings.simplefilter("ignore", UserWarning)
             checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        raise CheckpointError(
-            f"{path}: holds pickled Python objects besides tensors (refused: glassformer reads "
-            ".pt files with weights_only and never unpickles anything else)"
-        ) from None
     except Exception as error:  # torch raises RuntimeError, EOFError, KeyError, ... on bad bytes
+        if type(error).__name__ == "UnpicklingError":  # weights_only refused an object
+            raise CheckpointError(
+                f"{path}: holds pickled Python objects besides tensors (refused: glassformer "
+                "reads .pt files with weights_only and never unpickles anything else)"
+            ) from None
         problem = f"{type(error).__name__}: {str(error).split('.')[0].strip()}"
         raise CheckpointError(f"{path}: not a readable PyTorch file ({problem[:160]})") from None
     if not isinstance(checkpoint, Mapping) or not {"dims", "model_state_dict"} <= set(checkpoint):

@@ -203,25 +203,27 @@ def load_checkpoint(
         raise CheckpointError(f"{path}: missing")
     with torch.device("meta"):
         skeleton = build(header["config"])
-    check_shapes(stored_shapes(path), expected_shapes(skeleton), path)
+    expected = expected_shapes(skeleton)  # each tensor once, by its first name
+    check_shapes(stored_shapes(path), expected, path)
     model = skeleton if as_stored else build(header["config"])
     aliases = tied_names(model) if as_stored else {}  # name -> the names sharing its tensor
     try:
         with safe_open(str(path), framework="pt") as weights, torch.no_grad():
             targets = model.state_dict(keep_vars=True)
-            for name in expected_shapes(skeleton):  # each tensor once: tied aliases follow it
+            for name in expected:  # one tensor of the file read at a time
                 tensor = weights.get_tensor(name)
                 check_tensor(name, tensor, path)
                 if as_stored:
-                    assign(model, name, tensor, aliases.get(name, ()))
+                    assign(model, name, tensor, aliases.get(name, []))
                 else:
                     targets[name].copy_(tensor)
-                del tensor  # one tensor of the file held at a time
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
-    empty = [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
-    if empty:  # a tensor neither in the file nor computed by the model: a bug, not bad input
-        raise CheckpointError(f"{path}: nothing loaded for {', '.join(empty[:5])}")
+    if as_stored:  # the skeleton's tensors are on the meta device until given one
+        tensors = [*model.named_parameters(), *model.named_buffers()]
+        empty = [name for name, tensor in tensors if tensor.is_meta]
+        if empty:  # neither in the file nor computed by the model: a bug, not bad input
+            raise CheckpointError(f"{path}: nothing loaded for {', '.join(empty[:5])}")
     return model.to(device).eval()
 
 
