@@ -15,7 +15,7 @@ other sentences, other draws): where a cut is chosen, apart from the sets it is 
 on. Its results, one row a clip (right, kept, confidence), are saved in --out and read back
 on a later run. Then for each --slow model and each cut C: the fast model's answer where it
 kept a command at confidence >= C, else the one of the two that stands by
-inference.second_reading's rule (the slow model's where the fast one rejected the clip or was
+transcript.second_reading's rule (the slow model's where the fast one rejected the clip or was
 under WEIGHED_FROM; else a command over a rejection and the surer of two commands); and the
 share of clips that pay for the second hearing. With --recorded N, also the fast model's
 confidence on the N real recorded commands bench_board.py times (bench_serve.recorded_clips,
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_whisper as bw  # noqa: E402 - the sets, noise draws and grammars
 
-from glassformer.tasks.speech.inference import second_reading  # noqa: E402
+from glassformer.tasks.speech.transcript import second_reading  # noqa: E402
 
 CUTS = [0.05, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]
 

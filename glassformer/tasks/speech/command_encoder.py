@@ -22,12 +22,10 @@ before one is used.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import torch
 
-from glassformer.audio.io import MIN_WINDOW_STEP
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.speech.model import RECHECK_BELOW, CommandEncoder, SpeechModel
 
@@ -64,16 +62,15 @@ def with_command_encoder(
 
     if not isinstance(speech.model, torch.nn.Module):
         raise GlassformerError("a command encoder runs on torch: not with an exported model")
-    window_seconds = speech.features.window_seconds
-    if not MIN_WINDOW_STEP <= window_step <= window_seconds:
-        raise CheckpointError(
-            f"{where}: window_step={window_step!r} must be from {MIN_WINDOW_STEP} to "
-            f"{window_seconds:g} seconds"
-        )
-    if not (math.isfinite(from_seconds) and from_seconds >= 0):
-        raise CheckpointError(f"{where}: from_seconds={from_seconds!r} must be 0 or more")
-    if not 0 <= recheck_below <= 1:
-        raise CheckpointError(f"{where}: recheck_below={recheck_below!r} must be 0 to 1")
+    # the settings checked before any weight is read: the network is given once it is built
+    unbuilt = CommandEncoder.checked(
+        None,
+        speech.features,
+        window_step,
+        from_seconds,
+        recheck_below,
+        where,  # type: ignore[arg-type]
+    )
     network = type(speech.model).without_weights(speech.model.config)
     check_tensors(weights, encoder_tensors(network), Path(where))
     network.load_state_dict(weights, strict=False, assign=True)
@@ -82,8 +79,7 @@ def with_command_encoder(
             setattr(network, name, None)
     device = next(speech.model.parameters()).device
     network = network.to(device).eval()
-    features = dataclasses.replace(speech.features, window_step=float(window_step))
-    commands = CommandEncoder(network, features, float(from_seconds), float(recheck_below))
+    commands = dataclasses.replace(unbuilt, network=network)
     return dataclasses.replace(speech, command_encoder=commands)
 
 

@@ -24,10 +24,10 @@ from glassformer.audio.features import FeatureConfig, padded_length
 from glassformer.audio.io import SAMPLE_RATE
 from glassformer.errors import GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, heard_features, most_tokens, pad_features
-from glassformer.tasks.speech.model import WEIGHED_FROM, SpeechModel
+from glassformer.tasks.speech.model import SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.search import decode_clips
-from glassformer.tasks.speech.transcript import Transcript
+from glassformer.tasks.speech.transcript import Transcript, second_reading
 
 __all__ = ["SpeechOptions", "Transcript", "transcribe", "transcribe_many"]
 
@@ -85,23 +85,6 @@ def transcribe_many(
         for i, transcript in zip(again, read, strict=True):
             results[i] = second_reading(results[i], transcript)
     return results
-
-
-def second_reading(first: Transcript, second: Transcript) -> Transcript:
-    """Of a command the command encoder doubted (`first`) and Whisper's own encoder's reading
-    of the same clip (`second`), the one that stands. A first reading rejected or under
-    WEIGHED_FROM confidence gives way to the second, whatever it is; otherwise a command
-    stands over a rejection (each reading has passed its own rejection test:
-    search.checked_against_free_text), and of two commands the surer, Whisper's own at a tie.
-    The command encoder hears noisy commands better than Whisper's own, which rejects some
-    of them, so where it was merely unsure the two are weighed (docs/benchmarks.md, "Two
-    encoders in one model", attempt 16).
-    """
-    if first.intent is None or first.confidence < WEIGHED_FROM:
-        return second
-    if second.intent is None or second.confidence < first.confidence:
-        return first
-    return second
 
 
 def read_clips(

@@ -16,6 +16,7 @@ network (loading.use_grammar). Not here: loading (loading.py, pretrained.py), de
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -121,6 +122,38 @@ class CommandEncoder:
     from_seconds: float  # a clip heard (silence trimmed) at least this long reads this encoder
     recheck_below: float = RECHECK_BELOW  # a command it reads rejected or below this
     # confidence is read again by the model's own encoder (with a grammar)
+
+    @classmethod
+    def checked(
+        cls,
+        network: SpeechTransformer,
+        features: FeatureConfig,
+        window_step: float,
+        from_seconds: float,
+        recheck_below: float,
+        where: str,
+    ) -> CommandEncoder:
+        """A CommandEncoder reading the model's `features` at windows of `window_step`
+        seconds, its settings checked first (the window from the shortest to the model's
+        whole one), for a checkpoint or an exported folder; `where` names them in the error.
+
+        Raises:
+            CheckpointError: a window, a length or a recheck cut out of range.
+        """
+        from glassformer.audio.io import MIN_WINDOW_STEP
+
+        window_seconds = features.window_seconds
+        if not MIN_WINDOW_STEP <= window_step <= window_seconds:
+            raise CheckpointError(
+                f"{where}: window_step={window_step!r} must be from {MIN_WINDOW_STEP} to "
+                f"{window_seconds:g} seconds"
+            )
+        if not (math.isfinite(from_seconds) and from_seconds >= 0):
+            raise CheckpointError(f"{where}: from_seconds={from_seconds!r} must be 0 or more")
+        if not 0 <= recheck_below <= 1:
+            raise CheckpointError(f"{where}: recheck_below={recheck_below!r} must be 0 to 1")
+        fitted = replace(features, window_step=float(window_step))
+        return cls(network, fitted, float(from_seconds), float(recheck_below))
 
     def reads(self, heard_seconds: float) -> bool:
         return heard_seconds >= self.from_seconds

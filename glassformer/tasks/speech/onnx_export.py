@@ -13,7 +13,10 @@ never imports it. Made once, at setup or by `glassformer export`, from the insta
                      logits (R, V) and the keys and values grown to t + T. One graph is the
                      prompt's prefill (R = 1, t = 0), a beam step (R = K, T = 1) and a
                      teacher-forced continuation: the causal mask is computed from T and t.
-    model.json       the format, the network's sizes, the decoding rules, the features
+    command_encoder.onnx   (a model with a second encoder, command_encoder.py) the same as
+                     encoder.onnx, through the command encoder's own blocks at its window
+    model.json       the format, the network's sizes, the decoding rules, the features, the
+                     command encoder's table
     tokenizer.json   the tokenizer, in our own format
     features.safetensors   Whisper's Hann window and mel filterbank, as numpy reads them
 
@@ -21,8 +24,9 @@ Both graphs are traced from our modules (models/speech.py, layers/attention.py),
 by hand, and checked here against them on the same inputs before the folder is kept
 (check_against_ours): an export that disagrees is an error, never a file. `int8`: the decoder's
 linear layers and output layer quantized by onnxruntime's dynamic quantizer (int8 weights
-per output channel), as our own `int8` precision does the decoder with fbgemm; the encoder
-stays float32 in both.
+per output channel), as our own `int8` precision does the decoder with fbgemm; Whisper's
+encoder stays float32 in both, and a command encoder is int8 in both (its linear layers,
+here with the decoder's cross-attention projections it feeds).
 
 Not here: running it (tasks/speech/onnx_runtime.py, which imports no torch).
 """
@@ -43,7 +47,12 @@ from torch import nn
 from glassformer.errors import GlassformerError
 from glassformer.files import check_output_files
 from glassformer.tasks.speech.config import PRECISIONS  # an export's, as the Listener's
-from glassformer.tasks.speech.onnx_runtime import FORMAT, FORMAT_VERSION, MANIFEST
+from glassformer.tasks.speech.onnx_runtime import (
+    COMMAND_ENCODER_GRAPH,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+)
 
 # the largest logit difference an export may have from our modules on the same inputs: float32
 # graphs agree to about 1e-5 (different kernels, the same arithmetic); int8 is checked by its
@@ -53,14 +62,16 @@ MAX_LOGIT_DIFFERENCE = 1e-3
 
 class CrossKeysValues(nn.Module):
     """features -> the encoder's memory -> each decoder layer's cross-attention keys and
-    values (what the decoder graph takes, computed once per clip)."""
+    values (what the decoder graph takes, computed once per clip). `encoder`: the network
+    whose encode() reads the features (a command encoder), by default the model's own."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, encoder: nn.Module | None = None) -> None:
         super().__init__()
         self.model = model
+        self.encoder = model if encoder is None else encoder
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        memory = self.model.encode(features)[0]  # (1, S, D)
+        memory = self.encoder.encode(features)[0]  # (1, S, D)
         pairs = [b.cross_attn.project_memory(memory, None, 1) for b in self.model.decoder.blocks]
         return tuple(t for pair in pairs for t in pair)  # k0, v0, k1, v1, ...
 
@@ -121,11 +132,9 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
     speech = load_speech_model(source)
     if speech.features.kind != "whisper" or speech.rules.context_token is None:
         raise GlassformerError(f"{source}: only a Whisper exports (its features and prompt)")
-    if speech.command_encoder is not None:
-        raise GlassformerError(
-            f"{source}: a model with a command encoder does not export yet; it runs on torch"
-        )
     model = speech.model.eval()
+    commands = speech.command_encoder
+    second = None if commands is None else commands.network.eval()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -133,10 +142,12 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
             # the tracer warns at each Python branch on a size; check_against_ours runs the
             # graphs at other sizes than traced, which is what those warnings ask for
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
-            trace_graphs(model, work)
+            trace_graphs(model, work, second)
         if precision == "int8":
-            quantize_decoder(work)
-        difference = check_against_ours(model, work, precision)
+            quantize_graph(work, "decoder.onnx")
+            if second is not None:
+                quantize_graph(work, COMMAND_ENCODER_GRAPH)
+        difference = check_against_ours(model, work, precision, second)
         write_companions(speech, str(source), work, precision, difference)
         for path in [work, *work.iterdir()]:  # mkdtemp's 0700: readable as any model is
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -153,21 +164,25 @@ def export_speech(source: str | Path, out: str | Path, precision: str = "int8") 
     return out
 
 
-def trace_graphs(model: nn.Module, folder: Path) -> None:
-    """encoder.onnx and decoder.onnx, traced on small inputs with every size dynamic. The
-    decoder is traced where the causal mask is not trivial (T = 2 new tokens after t = 3),
-    so the traced graph computes it from T and t; the cross keys and values have one row
-    for R = 3 query rows (a clip's beams ask one memory)."""
+def trace_graphs(model: nn.Module, folder: Path, second: nn.Module | None = None) -> None:
+    """encoder.onnx and decoder.onnx, traced on small inputs with every size dynamic (and
+    command_encoder.onnx for a `second` encoder, as encoder.onnx). The decoder is traced
+    where the causal mask is not trivial (T = 2 new tokens after t = 3), so the traced graph
+    computes it from T and t; the cross keys and values have one row for R = 3 query rows (a
+    clip's beams ask one memory)."""
     c = model.config
     heads, width, layers = c.n_heads, c.d_model // c.n_heads, c.n_decoder_layers
     generator = torch.Generator().manual_seed(0)
     features = torch.randn(1, c.n_features, 400, generator=generator)
     kv_out = [f"cross_{n}_{x}" for n in range(layers) for x in "kv"]
-    torch.onnx.export(
-        CrossKeysValues(model), (features,), folder / "encoder.onnx", dynamo=False,
-        opset_version=17, input_names=["features"], output_names=kv_out,
-        dynamic_axes={"features": {2: "frames"}, **{n: {2: "s"} for n in kv_out}},
-    )  # fmt: skip
+    for encoder, name in ((model, "encoder.onnx"), (second, COMMAND_ENCODER_GRAPH)):
+        if encoder is None:
+            continue
+        torch.onnx.export(
+            CrossKeysValues(model, encoder), (features,), folder / name, dynamo=False,
+            opset_version=17, input_names=["features"], output_names=kv_out,
+            dynamic_axes={"features": {2: "frames"}, **{n: {2: "s"} for n in kv_out}},
+        )  # fmt: skip
     rows, new, past_len, frames = 3, 2, 3, 200
     past, cross = input_names(layers)
     tokens = torch.randint(0, 1000, (rows, new), generator=generator)
@@ -185,30 +200,32 @@ def trace_graphs(model: nn.Module, folder: Path) -> None:
     )  # fmt: skip
 
 
-def quantize_decoder(folder: Path) -> None:
-    """decoder.onnx's matrix products with int8 weights, per output channel (onnxruntime's
-    dynamic quantizer: activations quantized per call)."""
+def quantize_graph(folder: Path, name: str) -> None:
+    """A graph's matrix products by a weight (its linear layers) with int8 weights, per output
+    channel (onnxruntime's dynamic quantizer: activations quantized per call); the products
+    of two activations (attention's) stay float32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    full = folder / "decoder.float32.onnx"
-    (folder / "decoder.onnx").rename(full)
+    full = folder / f"{name}.float32"
+    (folder / name).rename(full)
     quiet = logging.getLogger().level  # the quantizer logs advice on the root logger
     logging.getLogger().setLevel(logging.ERROR)
     try:
-        quantize_dynamic(
-            full, folder / "decoder.onnx", weight_type=QuantType.QInt8, per_channel=True
-        )
+        quantize_dynamic(full, folder / name, weight_type=QuantType.QInt8, per_channel=True)
     finally:
         logging.getLogger().setLevel(quiet)
     full.unlink()
 
 
-def check_against_ours(model: nn.Module, folder: Path, precision: str) -> float:
-    """Run both graphs in onnxruntime and our modules on the same inputs: the encoder on a
-    10-s window, the decoder as a prefill (one row, nothing past), a step of 4 beams and a
-    teacher-forced stretch of 3 tokens. Returns the largest logit difference (float32: at
-    most MAX_LOGIT_DIFFERENCE, else an error; int8's graphs only run here, and their
-    answers on real commands are tests/tasks/speech/test_onnx_runtime.py's)."""
+def check_against_ours(
+    model: nn.Module, folder: Path, precision: str, second: nn.Module | None = None
+) -> float:
+    """Run the graphs in onnxruntime and our modules on the same inputs: the encoder on a
+    10-s window (and a `second` encoder's graph on a 5-s one), the decoder as a prefill (one
+    row, nothing past), a step of 4 beams and a teacher-forced stretch of 3 tokens. Returns
+    the largest difference (float32: at most MAX_LOGIT_DIFFERENCE, else an error; int8's
+    graphs only run here, and their answers on real commands are
+    tests/tasks/speech/test_onnx_runtime.py's)."""
     import onnxruntime as ort
 
     from glassformer.layers.kv_cache import KVCache
@@ -228,6 +245,13 @@ def check_against_ours(model: nn.Module, folder: Path, precision: str) -> float:
         memory = model.encode(features)[0]
         ours = CrossKeysValues(model)(features)
         largest = max(float(np.abs(a.numpy() - b).max()) for a, b in zip(ours, cross, strict=True))
+        if second is not None:
+            shorter = features[..., :500].contiguous()
+            theirs = load(COMMAND_ENCODER_GRAPH).run(None, {"features": shorter.numpy()})
+            if precision == "float32":
+                ours = CrossKeysValues(model, second)(shorter)
+                pairs = zip(ours, theirs, strict=True)
+                largest = max(largest, *(float(np.abs(a.numpy() - b).max()) for a, b in pairs))
         cache = KVCache(layers, cross_attention=True)
         heads, width = model.config.n_heads, model.config.d_model // model.config.n_heads
         past = [np.zeros((1, heads, 0, width), np.float32) for _ in past_names]
@@ -289,8 +313,25 @@ def write_companions(  # noqa: ANN001
         "heads": c.n_heads,
         "head_width": c.d_model // c.n_heads,
         "decoding": speech.rules.to_json(),
+        **command_encoder_entry(speech),
         "largest_logit_difference": difference,
         "exported_with": f"torch {torch.__version__}",
     }
     check_output_files([folder / MANIFEST])
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def command_encoder_entry(speech) -> dict:  # noqa: ANN001
+    """The manifest's "command_encoder" table (its graph, window, length and recheck cut),
+    for a model that has a second encoder; nothing for one that has not."""
+    commands = speech.command_encoder
+    if commands is None:
+        return {}
+    return {
+        "command_encoder": {
+            "file": COMMAND_ENCODER_GRAPH,
+            "window_step": commands.features.window_step,
+            "from_seconds": commands.from_seconds,
+            "recheck_below": commands.recheck_below,
+        }
+    }

@@ -10,11 +10,15 @@ path is the same as on torch, step for step, and tested equal to it on real comm
 (tests/tasks/speech/test_onnx_runtime.py):
 
     audio -> clips.clip_audio (silence trimmed)  -> MelFeatures (numpy: Whisper's log-mel)
-          -> encoder graph (the cross-attention keys and values, once per clip)
+          -> encoder graph (the cross-attention keys and values, once per clip): a model
+             with a command encoder reads a clip heard from_seconds or longer with its
+             graph, at its own window (SpeechModel.reader), as on torch
           -> beam_search (numpy: the prompt prefilled once, K beams, the same rules as
              decoding/search.beam_search and the grammar's TextConstraint.allowed)
           -> transcript.written_words / scored (the same reading, confidence, rejection)
           -> a doubtful command checked against free decodes (transcript.free_hearings)
+          -> a command the command encoder doubts read again by Whisper's own encoder, the
+             two readings weighed (transcript.second_reading)
 
 One difference in how the work is done, not in what it computes: the confidence's
 log-probabilities are kept while searching (each beam carries the log-probability of every
@@ -48,7 +52,7 @@ from glassformer.audio.io import SAMPLE_RATE
 from glassformer.decoding.constraints import FIRST_RANKED  # candidates ranked at once per beam
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, most_tokens
-from glassformer.tasks.speech.model import DecodingRules, SpeechModel
+from glassformer.tasks.speech.model import CommandEncoder, DecodingRules, SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
@@ -56,6 +60,7 @@ from glassformer.tasks.speech.transcript import (
     free_hearings,
     is_doubtful,
     scored,
+    second_reading,
     stands,
     words_before_closers,
     written_words,
@@ -64,6 +69,7 @@ from glassformer.tasks.speech.transcript import (
 FORMAT = "glassformer-speech-onnx"  # what onnx_export.py writes, and its version
 FORMAT_VERSION = 1
 MANIFEST = "model.json"
+COMMAND_ENCODER_GRAPH = "command_encoder.onnx"  # a second encoder's graph, where there is one
 MAX_MANIFEST_BYTES = 1 << 20  # the manifest: sizes and the decoding rules' token lists
 MAX_FEATURE_BYTES = 1 << 20  # the Hann window and the filterbank: 66 KB for 80 bands
 LENGTH_PENALTY = 0.6  # decoding/search.beam_search's default, which search.py uses
@@ -139,8 +145,11 @@ class OnnxNetwork:
             options.intra_op_num_threads = int(threads)
             options.inter_op_num_threads = 1
         cpu = ["CPUExecutionProvider"]
-        self.encoder = ort.InferenceSession(str(folder / "encoder.onnx"), options, providers=cpu)
-        self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), options, providers=cpu)
+        self.session = lambda name: ort.InferenceSession(  # another graph of the folder
+            str(folder / name), options, providers=cpu
+        )
+        self.encoder = OnnxEncoder(self.session("encoder.onnx"))
+        self.decoder = self.session("decoder.onnx")
         self.precision = str(manifest["precision"])
         self.parameter_count = int(manifest["parameters"])  # our module's, before export
         self.max_frames = int(manifest["max_frames"])
@@ -157,7 +166,7 @@ class OnnxNetwork:
 
     def encode(self, features: np.ndarray) -> list[np.ndarray]:
         """Shapes: features (M, N) -> each decoder layer's cross keys, values: (1, H, S, Dh)"""
-        return self.encoder.run(None, {"features": features[None]})
+        return self.encoder.encode(features)
 
     def decode(
         self, tokens: np.ndarray, past: list[np.ndarray], cross: list[np.ndarray]
@@ -175,6 +184,18 @@ class OnnxNetwork:
     def start_past(self) -> list[np.ndarray]:
         """The past of a decode that starts from nothing: (1, H, 0, Dh) per key and value."""
         return [self.empty_past] * len(self.past_names)
+
+
+class OnnxEncoder:
+    """An exported encoder graph (OnnxNetwork's own, or a CommandEncoder's `network`):
+    features to each decoder layer's cross-attention keys and values."""
+
+    def __init__(self, session) -> None:  # noqa: ANN001  (an onnxruntime InferenceSession)
+        self.session = session
+
+    def encode(self, features: np.ndarray) -> list[np.ndarray]:
+        """Shapes: features (M, N) -> each decoder layer's cross keys, values: (1, H, S, Dh)"""
+        return self.session.run(None, {"features": features[None]})
 
 
 def load_exported(folder: str | Path, device: str = "cpu") -> SpeechModel:
@@ -202,9 +223,46 @@ def load_exported(folder: str | Path, device: str = "cpu") -> SpeechModel:
             features = dataclasses.replace(features, window_step=float(manifest["window_step"]))
     except (KeyError, TypeError, ValueError) as error:  # a ConfigError is a ValueError
         raise CheckpointError(f"{folder / MANIFEST}: {error!r}") from None
+    commands = None
+    if "command_encoder" in manifest:
+        commands = read_command_encoder(network, features, manifest["command_encoder"], folder)
     tokenizer = load_tokenizer(folder / "tokenizer.json")
     reading = read_vocabulary(tokenizer, rules, network.config.tgt_vocab_size)
-    return SpeechModel(network, tokenizer, features, rules, reading)
+    return SpeechModel(network, tokenizer, features, rules, reading, command_encoder=commands)
+
+
+def read_command_encoder(
+    network: OnnxNetwork, features: FeatureConfig, table: object, folder: Path
+) -> CommandEncoder:
+    """The manifest's "command_encoder" table: the graph, read at its window by clips heard
+    from_seconds or longer, its doubtful commands read again below recheck_below.
+
+    Raises:
+        CheckpointError: a table without its fields, another file than the graph's own
+            name, a missing graph, or settings out of range (CommandEncoder.checked).
+    """
+    where = str(folder / MANIFEST)
+    try:
+        name = table["file"]  # type: ignore[index]
+        window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
+        recheck_below = float(table["recheck_below"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
+    if name != COMMAND_ENCODER_GRAPH:  # never a path out of the folder
+        raise CheckpointError(
+            f'{where}: "command_encoder" file={name!r}, not {COMMAND_ENCODER_GRAPH}'
+        )
+    if not (folder / name).is_file():
+        raise CheckpointError(f"{folder / name}: missing")
+    unbuilt = CommandEncoder.checked(
+        None,
+        features,
+        window_step,
+        from_seconds,
+        recheck_below,
+        where,  # type: ignore[arg-type]
+    )
+    return dataclasses.replace(unbuilt, network=OnnxEncoder(network.session(name)))
 
 
 class MelFeatures:
@@ -253,10 +311,35 @@ def transcribe_many(
 def transcribe_clip(
     speech: SpeechModel, waveform: np.ndarray, options: SpeechOptions
 ) -> Transcript:
-    network: OnnxNetwork = speech.model
+    """One clip, read by the encoder its length calls for (inference.transcribe_many's rule):
+    a command the command encoder doubts is read again by the model's own, and the surer of
+    the two readings stands."""
     heard = clip_audio(speech, waveform)
-    features = network.mel(heard, speech.features)[:, : network.max_frames]
-    cross = network.encode(features)
+    encoder, features = speech.reader(len(heard) / SAMPLE_RATE)
+    result = read_clip(speech, encoder, features, heard, options)
+    commands = speech.command_encoder
+    if (
+        commands is not None
+        and encoder is commands.network
+        and options.constrain
+        and commands.doubts(result.intent, result.confidence)
+    ):
+        own = read_clip(speech, speech.model, speech.features, heard, options)
+        result = second_reading(result, own)
+    return result
+
+
+def read_clip(
+    speech: SpeechModel,
+    encoder,  # noqa: ANN001  (an OnnxNetwork or OnnxEncoder: what reads the features)
+    features: FeatureConfig,
+    heard: np.ndarray,
+    options: SpeechOptions,
+) -> Transcript:
+    """A clip clip_audio cut, read by `encoder` at `features`, decoded, and a doubtful
+    command checked against the free words (search.checked_against_free_text)."""
+    network: OnnxNetwork = speech.model
+    cross = encoder.encode(network.mel(heard, features)[:, : network.max_frames])
     limit = most_tokens(speech, len(heard) / SAMPLE_RATE)
     command = decode_clip(speech, cross, options, limit)
     if not options.constrain or not is_doubtful(command, options.reject_ratio):

@@ -8,6 +8,8 @@
     is_command_heard(command, words)     whether a doubtful command stands against the free
                                          words the model heard (agreement)
     cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
+    second_reading(first, second)        of a command encoder's doubted reading and the
+                                         model's own encoder's, the one that stands
 
 Shared by the search on torch (search.py) and the one on onnxruntime (onnx_runtime.py): each
 computes the log-probabilities its own way, and both read them here.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING
 
+from glassformer.tasks.speech.model import WEIGHED_FROM
 from glassformer.voice.expressions import normalize
 
 if TYPE_CHECKING:
@@ -186,3 +189,20 @@ def strip(tokens: list[int], start: int, eos: int) -> list[int]:
     """The written tokens: after the prompt, up to (not including) the first <eos>."""
     tokens = tokens[start:]
     return tokens[: tokens.index(eos)] if eos in tokens else tokens
+
+
+def second_reading(first: Transcript, second: Transcript) -> Transcript:
+    """Of a command the command encoder doubted (`first`) and Whisper's own encoder's reading
+    of the same clip (`second`), the one that stands. A first reading rejected or under
+    WEIGHED_FROM confidence gives way to the second, whatever it is; otherwise a command
+    stands over a rejection (each reading has passed its own rejection test:
+    search.checked_against_free_text), and of two commands the surer, Whisper's own at a tie.
+    The command encoder hears noisy commands better than Whisper's own, which rejects some
+    of them, so where it was merely unsure the two are weighed (docs/benchmarks.md, "Two
+    encoders in one model", attempt 16).
+    """
+    if first.intent is None or first.confidence < WEIGHED_FROM:
+        return second
+    if second.intent is None or second.confidence < first.confidence:
+        return first
+    return second

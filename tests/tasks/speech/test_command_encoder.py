@@ -15,21 +15,18 @@ from safetensors.torch import load_file, save_file
 
 from glassformer.errors import CheckpointError
 from glassformer.tasks.speech.clips import clip_audio
-from glassformer.tasks.speech.command_encoder import (
-    COMMAND_ENCODER_FILE,
-    encoder_tensors,
-    with_command_encoder,
-)
+from glassformer.tasks.speech.command_encoder import COMMAND_ENCODER_FILE, with_command_encoder
 from glassformer.tasks.speech.config import ListenerConfig
-from glassformer.tasks.speech.inference import second_reading, transcribe, transcribe_many
+from glassformer.tasks.speech.inference import transcribe, transcribe_many
 from glassformer.tasks.speech.listener import Listener
 from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
 from glassformer.tasks.speech.model import RECHECK_BELOW, WEIGHED_FROM
 from glassformer.tasks.speech.options import SpeechOptions
-from glassformer.tasks.speech.transcript import Transcript
+from glassformer.tasks.speech.transcript import Transcript, second_reading
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
 from tests.installed import needs_voice, needs_whisper
+from tests.tasks.speech.students import nudged_encoder
 
 pytestmark = [needs_whisper, needs_voice]
 
@@ -44,13 +41,7 @@ def plain():  # noqa: ANN201 - whisper-tiny.en for the appointments grammar
 @pytest.fixture(scope="module")
 def student(plain) -> dict[str, torch.Tensor]:  # noqa: ANN001
     """Whisper's encoder side, its last block nudged: another encoder, as a taught one is."""
-    generator = torch.Generator().manual_seed(0)
-    weights = {n: t.detach().clone() for n, t in encoder_tensors(plain.model).items()}
-    last = len(plain.model.encoder.blocks) - 1
-    for name, tensor in weights.items():
-        if name.startswith(f"encoder.blocks.{last}.") and tensor.dim() == 2:
-            tensor += 0.02 * tensor.std() * torch.randn(tensor.shape, generator=generator)
-    return weights
+    return nudged_encoder(plain.model)
 
 
 @pytest.fixture(scope="module")

@@ -115,6 +115,72 @@ def test_a_fitted_window_is_exported_with_the_model(exported: Path, clips, tmp_p
         load_exported(older)
 
 
+def test_a_pair_exports_and_answers_as_on_torch(clips, tmp_path: Path) -> None:  # noqa: ANN001
+    """A model with a command encoder (command_encoder.py) exports a third graph, and the
+    exported pair reads each clip with the encoder its length calls for and weighs a doubted
+    command against Whisper's own reading, as on torch: the same text, intent and acceptance,
+    confidences within 1e-3; every command doubted (recheck_below 1) included. int8 reaches
+    the command encoder's graph; a manifest that names another file is refused."""
+    import dataclasses
+    import shutil
+
+    import torch
+
+    from glassformer.errors import CheckpointError
+    from glassformer.tasks.speech import inference, onnx_runtime
+    from glassformer.tasks.speech.command_encoder import with_command_encoder
+    from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
+    from glassformer.tasks.speech.onnx_export import export_speech
+    from glassformer.tasks.speech.options import SpeechOptions
+    from glassformer.tasks.speech.pretrained import save_speech_model
+    from tests.tasks.speech.students import nudged_encoder
+
+    import_or_missing("onnx")
+    grammar = load_grammar(str(APPOINTMENTS))
+    plain = use_grammar(load_speech_model("whisper-tiny.en"), grammar)
+    pair = with_command_encoder(plain, nudged_encoder(plain.model), 5.0, 1.5)
+    folder = export_speech(save_speech_model(pair, tmp_path / "pair", "a test"),
+                           tmp_path / "pair-onnx", "float32")  # fmt: skip
+    manifest = json.loads((folder / "model.json").read_text())
+    assert manifest["command_encoder"] == {
+        "file": "command_encoder.onnx", "window_step": 5.0, "from_seconds": 1.5,
+        "recheck_below": pair.command_encoder.recheck_below,
+    }  # fmt: skip
+    exported = use_grammar(onnx_runtime.load_exported(folder), grammar)
+    options = SpeechOptions.resolve(ListenerConfig(grammar=str(APPOINTMENTS)), pair)
+    waveforms = [w for _, w in clips]
+    heard = [onnx_runtime.clip_audio(pair, w).size / 16_000 for w in waveforms]
+    assert min(heard) < 1.5 <= max(heard)  # both encoders read some of them
+    doubting = [
+        (dataclasses.replace(s, command_encoder=dataclasses.replace(s.command_encoder,
+                                                                    recheck_below=1.0)))
+        for s in (pair, exported)
+    ]  # fmt: skip
+    with torch.inference_mode():
+        for ours, theirs in ((pair, exported), tuple(doubting)):
+            a = inference.transcribe_many(ours, waveforms, options)
+            b = onnx_runtime.transcribe_many(theirs, waveforms, options)
+            assert [(r.text, r.intent) for r in b] == [(r.text, r.intent) for r in a]
+            for x, y in zip(a, b, strict=True):
+                assert y.confidence == pytest.approx(x.confidence, abs=1e-3)
+        alone = inference.transcribe_many(plain, waveforms, options)
+        paired = inference.transcribe_many(pair, waveforms, options)
+    differ = [abs(x.confidence - y.confidence) > 1e-3 for x, y in zip(alone, paired, strict=True)]
+    assert any(differ)  # the command encoder's graph is read, not Whisper's own twice
+    quantized = export_speech(tmp_path / "pair", tmp_path / "pair-int8")
+    sizes = {p.name: p.stat().st_size for p in quantized.iterdir()}
+    assert sizes["command_encoder.onnx"] < 0.5 * (folder / "command_encoder.onnx").stat().st_size
+    said = [r.text for r in understood(quantized, clips)]
+    assert said[:6] == [text for text, _ in clips[:6]]  # the recorded commands, in int8
+    lying = tmp_path / "lying"
+    shutil.copytree(folder, lying)
+    (lying / "model.json").write_text(json.dumps(
+        manifest | {"command_encoder": manifest["command_encoder"] | {"file": "../x.onnx"}}
+    ))  # fmt: skip
+    with pytest.raises(CheckpointError, match="command_encoder"):
+        onnx_runtime.load_exported(lying)
+
+
 def test_free_text_the_same(exported: Path, clips) -> None:  # noqa: ANN001
     ours, theirs = understood("whisper-tiny.en", clips, None), understood(exported, clips, None)
     assert [r.text for r in theirs] == [r.text for r in ours]
