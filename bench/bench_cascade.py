@@ -6,7 +6,8 @@ would hear, from each model's results on every clip.
         [--validation SEED]
 
 Each model (MODEL, MODEL@SECONDS for another encoder window, MODEL#CUT for a model with two
-encoders whose recheck_below is CUT instead of its own; MODEL@SECONDS#CUT) hears the sets of
+encoders whose recheck_below is CUT instead of its own, and no recheck_margin; MODEL@SECONDS#CUT)
+hears the sets of
 bench_whisper.py in int8 with the Listener's defaults: FSDD's test split (300), speech_commands_mini
 (150) and the coffee orders of 100 held-out voices (`coffee --clips 700 --heldout`), clean, at
 12 and at 6 dB, the same noise draws for every model. With --validation SEED, the coffee
@@ -87,7 +88,8 @@ def listener_for(spec: str, grammar: Path):  # noqa: ANN201 - a Listener
         commands = listener.speech.command_encoder
         if commands is None:
             raise SystemExit(f"{model} has one encoder: #{recheck} has nothing to recheck")
-        recheck_at = dataclasses.replace(commands, recheck_below=float(recheck))
+        # the cut alone: no margin rule (CommandEncoder.recheck_margin), as before it was made
+        recheck_at = dataclasses.replace(commands, recheck_below=float(recheck), recheck_margin=0.0)
         listener.speech = dataclasses.replace(listener.speech, command_encoder=recheck_at)
     return listener
 

@@ -15,8 +15,8 @@ and nothing of the decoder is held twice.
 
 On disk: command_encoder.safetensors beside model.safetensors, holding exactly the encoder
 side's tensors, and config.json's "command_encoder" table: {"file", "window_step",
-"from_seconds", "recheck_below"}. Every tensor's name, shape and finiteness is checked
-before one is used.
+"from_seconds", "recheck_below", "recheck_margin"}. Every tensor's name, shape and
+finiteness is checked before one is used.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ from pathlib import Path
 import torch
 
 from glassformer.errors import CheckpointError, GlassformerError
-from glassformer.tasks.speech.model import RECHECK_BELOW, CommandEncoder, SpeechModel
+from glassformer.tasks.speech.model import (
+    RECHECK_BELOW,
+    RECHECK_MARGIN,
+    CommandEncoder,
+    SpeechModel,
+)
 
 COMMAND_ENCODER_FILE = "command_encoder.safetensors"
 ENCODER_SIDE = ("frontend.", "src_positions.", "encoder.")  # the network's encoder modules
@@ -48,11 +53,13 @@ def with_command_encoder(
     from_seconds: float,
     where: str = "the command encoder",
     recheck_below: float = RECHECK_BELOW,
+    recheck_margin: float = RECHECK_MARGIN,
 ) -> SpeechModel:
     """`speech` carrying a command encoder: `weights` (the encoder side's tensors of a network
     like speech.model, e.g. a student's from bench/fit_window.py) read at windows of
     `window_step` seconds by every clip heard at least `from_seconds` long; a command it
-    reads rejected or below `recheck_below` confidence is read again by the model's own.
+    reads rejected, below `recheck_below` confidence or ahead of other words by under
+    `recheck_margin` (CommandEncoder.doubts) is read again by the model's own.
 
     Raises:
         CheckpointError: weights missing, extra, of another shape or not finite (`where`
@@ -64,12 +71,13 @@ def with_command_encoder(
         raise GlassformerError("a command encoder runs on torch: not with an exported model")
     # the settings checked before any weight is read: the network is given once it is built
     unbuilt = CommandEncoder.checked(
-        None,
+        None,  # type: ignore[arg-type]
         speech.features,
         window_step,
         from_seconds,
         recheck_below,
-        where,  # type: ignore[arg-type]
+        where,
+        recheck_margin,
     )
     network = type(speech.model).without_weights(speech.model.config)
     check_tensors(weights, encoder_tensors(network), Path(where))
@@ -101,6 +109,7 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
         name = table["file"]  # type: ignore[index]
         window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
         recheck_below = float(table.get("recheck_below", RECHECK_BELOW))  # type: ignore[union-attr]
+        recheck_margin = float(table.get("recheck_margin", RECHECK_MARGIN))  # type: ignore[union-attr]
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
@@ -116,7 +125,7 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
     return with_command_encoder(
-        speech, weights, window_step, from_seconds, str(path), recheck_below
+        speech, weights, window_step, from_seconds, str(path), recheck_below, recheck_margin
     )
 
 
@@ -129,6 +138,7 @@ def command_encoder_table(speech: SpeechModel) -> dict:
         "window_step": commands.features.window_step,
         "from_seconds": commands.from_seconds,
         "recheck_below": commands.recheck_below,
+        "recheck_margin": commands.recheck_margin,
     }
 
 

@@ -58,8 +58,8 @@ def transcribe_many(
     MAX_BATCH_SECONDS of (padded) audio, which bounds its memory (encoder_batches). A model
     with a command encoder reads each clip with the encoder its length calls for
     (SpeechModel.reader), the clips of each encoder batched apart; with a grammar, a command
-    it doubts (rejected, or below its recheck_below) is read again by the model's own, and the
-    surer of the two readings stands (second_reading).
+    it doubts (CommandEncoder.doubts) is read again by the model's own, and the surer of the
+    two readings stands (second_reading).
     """
     if options.constrain and speech.grammar is None:
         raise GlassformerError("constrained decoding needs a grammar (--grammar G.yaml)")
@@ -78,7 +78,7 @@ def transcribe_many(
         again = [
             i for i, reader in enumerate(readers)
             if reader[0] is commands.network
-            and commands.doubts(results[i].intent, results[i].confidence)
+            and commands.doubts(results[i])
         ]  # fmt: skip
         own = [heard[i] for i in again]
         read = read_clips(speech, speech.model, speech.features, own, options, encoder_batch)

@@ -25,12 +25,15 @@ from glassformer.errors import CheckpointError
 if TYPE_CHECKING:  # a SpeechModel may also hold an exported network (onnx_runtime.py): no torch
     from glassformer.audio.feature_config import FeatureConfig
     from glassformer.models.speech import SpeechTransformer
+    from glassformer.tasks.speech.transcript import Transcript
     from glassformer.tokenizer.base import Tokenizer
     from glassformer.voice.commands import CommandGrammar
 
 DEFAULT_REJECT_BELOW = 0.3  # a model trained here: constrained results below are rejected
 RECHECK_BELOW = 0.2  # a command encoder's results below: read again by Whisper's own, the
 # surer reading kept (chosen on coffee orders apart from the benchmark's: docs/benchmarks.md)
+RECHECK_MARGIN = 0.1  # ... and those whose beam's best command led the next other words by
+# less (transcript.lead; chosen on the same held-out orders: docs/benchmarks.md, attempt 18)
 WEIGHED_FROM = 0.05  # ... but a command it reads below this never overrules Whisper's own
 # (a command in cafe noise alone, 0.02, stood over Whisper's rejection without it)
 
@@ -122,6 +125,7 @@ class CommandEncoder:
     from_seconds: float  # a clip heard (silence trimmed) at least this long reads this encoder
     recheck_below: float = RECHECK_BELOW  # a command it reads rejected or below this
     # confidence is read again by the model's own encoder (with a grammar)
+    recheck_margin: float = RECHECK_MARGIN  # ... or one whose search led by less than this
 
     @classmethod
     def checked(
@@ -132,6 +136,7 @@ class CommandEncoder:
         from_seconds: float,
         recheck_below: float,
         where: str,
+        recheck_margin: float = RECHECK_MARGIN,
     ) -> CommandEncoder:
         """A CommandEncoder reading the model's `features` at windows of `window_step`
         seconds, its settings checked first (the window from the shortest to the model's
@@ -152,16 +157,25 @@ class CommandEncoder:
             raise CheckpointError(f"{where}: from_seconds={from_seconds!r} must be 0 or more")
         if not 0 <= recheck_below <= 1:
             raise CheckpointError(f"{where}: recheck_below={recheck_below!r} must be 0 to 1")
+        if not (math.isfinite(recheck_margin) and recheck_margin >= 0):
+            raise CheckpointError(f"{where}: recheck_margin={recheck_margin!r} must be 0 or more")
         fitted = replace(features, window_step=float(window_step))
-        return cls(network, fitted, float(from_seconds), float(recheck_below))
+        return cls(
+            network, fitted, float(from_seconds), float(recheck_below), float(recheck_margin)
+        )
 
     def reads(self, heard_seconds: float) -> bool:
         return heard_seconds >= self.from_seconds
 
-    def doubts(self, intent: str | None, confidence: float) -> bool:
-        """Whether a command this encoder read (its intent, None if rejected, and its
-        confidence) is read again by the model's own encoder."""
-        return intent is None or confidence < self.recheck_below
+    def doubts(self, reading: Transcript) -> bool:
+        """Whether a command this encoder read is read again by the model's own encoder:
+        rejected, under recheck_below in confidence, or its search's best words ahead of
+        the next other words by under recheck_margin (transcript.lead)."""
+        return (
+            reading.intent is None
+            or reading.confidence < self.recheck_below
+            or reading.margin < self.recheck_margin
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -322,7 +322,7 @@ def write_companions(  # noqa: ANN001
 
 
 def command_encoder_entry(speech) -> dict:  # noqa: ANN001
-    """The manifest's "command_encoder" table (its graph, window, length and recheck cut),
+    """The manifest's "command_encoder" table (its graph, window, length and recheck cuts),
     for a model that has a second encoder; nothing for one that has not."""
     commands = speech.command_encoder
     if commands is None:
@@ -333,5 +333,6 @@ def command_encoder_entry(speech) -> dict:  # noqa: ANN001
             "window_step": commands.features.window_step,
             "from_seconds": commands.from_seconds,
             "recheck_below": commands.recheck_below,
+            "recheck_margin": commands.recheck_margin,
         }
     }

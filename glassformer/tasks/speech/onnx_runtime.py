@@ -52,16 +52,23 @@ from glassformer.audio.io import SAMPLE_RATE
 from glassformer.decoding.constraints import FIRST_RANKED  # candidates ranked at once per beam
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, most_tokens
-from glassformer.tasks.speech.model import CommandEncoder, DecodingRules, SpeechModel
+from glassformer.tasks.speech.model import (
+    RECHECK_MARGIN,
+    CommandEncoder,
+    DecodingRules,
+    SpeechModel,
+)
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
     checked,
     free_hearings,
     is_doubtful,
+    lead,
     scored,
     second_reading,
     stands,
+    strip,
     words_before_closers,
     written_words,
 )
@@ -246,6 +253,7 @@ def read_command_encoder(
         name = table["file"]  # type: ignore[index]
         window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
         recheck_below = float(table["recheck_below"])  # type: ignore[index]
+        recheck_margin = float(table.get("recheck_margin", RECHECK_MARGIN))  # type: ignore[union-attr]
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
     if name != COMMAND_ENCODER_GRAPH:  # never a path out of the folder
@@ -255,12 +263,13 @@ def read_command_encoder(
     if not (folder / name).is_file():
         raise CheckpointError(f"{folder / name}: missing")
     unbuilt = CommandEncoder.checked(
-        None,
+        None,  # type: ignore[arg-type]
         features,
         window_step,
         from_seconds,
         recheck_below,
-        where,  # type: ignore[arg-type]
+        where,
+        recheck_margin,
     )
     return dataclasses.replace(unbuilt, network=OnnxEncoder(network.session(name)))
 
@@ -322,7 +331,7 @@ def transcribe_clip(
         commands is not None
         and encoder is commands.network
         and options.constrain
-        and commands.doubts(result.intent, result.confidence)
+        and commands.doubts(result)
     ):
         own = read_clip(speech, speech.model, speech.features, heard, options)
         result = second_reading(result, own)
@@ -370,7 +379,7 @@ def decode_clip(
         picked, ends = teacher_forced(speech, cross, chosen)
     n = len(chosen) + 1  # the written tokens, then the end
     end_probability = float(ends[words_before_closers(speech, chosen)])
-    return scored(text, command, picked[:n].tolist(), end_probability, options)
+    return scored(text, command, picked[:n].tolist(), end_probability, options, found.margin)
 
 
 @dataclass(frozen=True)
@@ -383,6 +392,7 @@ class Found:
     ended: bool
     picked: np.ndarray  # (T',)
     ends: np.ndarray  # (T',)
+    margin: float  # the best's lead over the next hypothesis with other words (lead())
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -486,8 +496,13 @@ def beam_search(
         ending = end_probabilities(logits, total, ends_at)
         ends = np.concatenate([ends, ending[:, None]], axis=1)
     normalized = scores / ((5.0 + lengths) / 6.0) ** LENGTH_PENALTY
-    best = int(np.argsort(-normalized, kind="stable")[0])
-    return Found(tokens[best].tolist(), bool(scores[best] > -np.inf), picked[best], ends[best])
+    order = np.argsort(-normalized, kind="stable")  # best first, ties keep their order
+    rows = tokens.tolist()
+    texts = [speech.tokenizer.decode(strip(rows[n], len(start), eos)) for n in order]
+    margin = lead(texts, normalized[order].tolist())
+    best = int(order[0])
+    found = bool(scores[best] > -np.inf)
+    return Found(rows[best], found, picked[best], ends[best], margin)
 
 
 def best_extensions(

@@ -13,6 +13,7 @@ features and the encoder (tasks/speech/inference.py), the grammar's token rules
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import torch
@@ -27,8 +28,10 @@ from glassformer.tasks.speech.transcript import (
     checked,
     free_hearings,
     is_doubtful,
+    lead,
     scored,
     stands,
+    strip,
     words_before_closers,
     written_words,
 )
@@ -84,7 +87,10 @@ def decode_clips(
         clip = memory[row : row + 1, :valid]  # (1, S_i, D): this clip's own memory
         best, found = beams.tokens[row, 0].tolist(), bool(beams.scores[row, 0] > float("-inf"))
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
-        transcripts.append(read_clip(speech, clip, best, found, options, limits[row], known))
+        margin = search_lead(speech, beams.tokens[row].tolist(), beams.scores[row].tolist())
+        transcripts.append(
+            read_clip(speech, clip, best, found, options, limits[row], known, margin)
+        )
     if options.constrain:
         transcripts = checked_against_free_text(
             speech, memory, padding, options, limits, transcripts
@@ -178,11 +184,13 @@ def read_clip(
     options: SpeechOptions,
     limit: int,
     known: KVCache | None = None,
+    margin: float = math.inf,
 ) -> Transcript:
     """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence
     (transcript.written_words, then scored by teacher forcing and transcript.scored).
     `found` is False when the search ended no hypothesis (the grammar let none end in time).
-    `known`: what the search computed already for this clip (prefix_cache).
+    `known`: what the search computed already for this clip (prefix_cache). `margin`: the
+    search's lead (search_lead).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
@@ -194,7 +202,15 @@ def read_clip(
     picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
     ends = [eos, *speech.reading.closers]  # after the last word: the end, or a period, the end
     end_probability = log_probs[words_before_closers(speech, chosen), ends].exp().sum().item()
-    return scored(text, command, picked[:, 0].tolist(), end_probability, options)
+    return scored(text, command, picked[:, 0].tolist(), end_probability, options, margin)
+
+
+def search_lead(speech: SpeechModel, hypotheses: list[list[int]], scores: list[float]) -> float:
+    """transcript.lead of a clip's hypotheses (each: prompt, written tokens, <eos> padding)
+    and their length-normalized scores, best first."""
+    start, eos = len(speech.start), speech.rules.eos
+    texts = [speech.tokenizer.decode(strip(row, start, eos)) for row in hypotheses]
+    return lead(texts, scores)
 
 
 def token_log_probs(

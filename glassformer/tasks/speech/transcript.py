@@ -8,6 +8,8 @@
     is_command_heard(command, words)     whether a doubtful command stands against the free
                                          words the model heard (agreement)
     cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
+    lead(texts, scores)                  how far the search's best words beat the next
+                                         hypothesis that writes other words
     second_reading(first, second)        of a command encoder's doubted reading and the
                                          model's own encoder's, the one that stands
 
@@ -44,6 +46,8 @@ class Transcript:
     slots: dict[str, str] = field(default_factory=dict)
     confidence: float = 0.0  # geometric-mean probability of the written tokens, 0..1
     end_probability: float = 0.0  # after the last word: p(the end, or a period then the end)
+    margin: float = math.inf  # the search's lead over the next hypothesis with other words
+    # (length-normalized log-probability; inf: none was kept): lead()
 
 
 def written_words(
@@ -77,16 +81,35 @@ def scored(
     picked: list[float],
     end_probability: float,
     options: SpeechOptions,
+    margin: float = math.inf,
 ) -> Transcript:
     """The Transcript of words whose tokens, then <eos>, had log-probabilities `picked`: a
     confidence (their geometric mean), and a constrained command below options.reject_below
-    rejected (the closest grammar sentence is too unlikely)."""
+    rejected (the closest grammar sentence is too unlikely). `margin`: the search's lead()."""
     confidence = math.exp(sum(picked) / len(picked))
     if options.constrain and confidence < options.reject_below:
         command = None
     if command is None:
-        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability)
-    return Transcript(command.text, command.intent, command.slots, confidence, end_probability)
+        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability, margin)
+    return Transcript(
+        command.text, command.intent, command.slots, confidence, end_probability, margin
+    )
+
+
+def lead(texts: list[str], scores: list[float]) -> float:
+    """How far a search's best hypothesis beats the best of the others that writes other
+    words: the difference of their length-normalized log-probabilities (the search's own
+    ranking), inf where no other hypothesis was kept. Hypotheses that differ only in case,
+    punctuation or spacing ("Latte." and "latte") are the same words. Both lists best first.
+
+    Example: texts ["a small latte.", "A small latte", "a large latte"], scores [-0.30, -0.31,
+    -0.36] -> 0.06
+    """
+    best = normalize(texts[0])
+    for text, score in zip(texts[1:], scores[1:], strict=True):
+        if math.isfinite(score) and normalize(text) != best:
+            return scores[0] - score
+    return math.inf
 
 
 def is_doubtful(command: Transcript, reject_ratio: float) -> bool:

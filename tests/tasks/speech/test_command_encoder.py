@@ -20,9 +20,9 @@ from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.inference import transcribe, transcribe_many
 from glassformer.tasks.speech.listener import Listener
 from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
-from glassformer.tasks.speech.model import RECHECK_BELOW, WEIGHED_FROM
+from glassformer.tasks.speech.model import RECHECK_BELOW, RECHECK_MARGIN, WEIGHED_FROM
 from glassformer.tasks.speech.options import SpeechOptions
-from glassformer.tasks.speech.transcript import Transcript, second_reading
+from glassformer.tasks.speech.transcript import Transcript, lead, second_reading
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
 from tests.installed import needs_voice, needs_whisper
@@ -112,6 +112,40 @@ def test_a_command_the_command_encoder_doubts_is_read_again_by_the_models_own(
         assert transcribe(doubting, command, free).text == transcribe(paired, command, free).text
 
 
+def test_a_command_whose_search_led_by_little_is_read_again(plain, student) -> None:  # noqa: ANN001
+    """The margin rule alone (recheck_below 0): a command the beam's best words led the next
+    other words by less than recheck_margin is read again and weighed; one that led by more
+    is not; without a grammar nothing is."""
+    sure = with_command_encoder(plain, student, 5.0, 1.5, recheck_below=0.0, recheck_margin=0.0)
+    commands = recorded_commands(Grammar.from_yaml(APPOINTMENTS), find_voice(), 8, seed=5)
+    with torch.inference_mode():
+        # a beam often holds one sentence written several ways ("Today at eight." and "today
+        # at eight"): no other words, no lead (inf); the first command whose beam has some
+        read = [(transcribe(sure, audio, options(sure)), audio) for _, audio in commands]
+        first, command = next((t, audio) for t, audio in read if t.margin < float("inf"))
+        assert first.intent is not None and first.margin > 0
+        own = transcribe(plain, command, options(plain))
+        above = with_command_encoder(
+            plain, student, 5.0, 1.5, recheck_below=0.0, recheck_margin=first.margin
+        )
+        below = with_command_encoder(plain, student, 5.0, 1.5, recheck_below=0.0,
+                                     recheck_margin=first.margin * 1.01)  # fmt: skip
+        assert as_tuple(transcribe(above, command, options(above))) == as_tuple(first)
+        assert as_tuple(transcribe(below, command, options(below))) == as_tuple(
+            second_reading(first, own)
+        )
+    assert first.confidence != own.confidence  # the two readings can be told apart
+
+
+def test_the_lead_is_over_other_words_only() -> None:
+    assert lead(["a small latte.", "A small latte", "a large latte"], [-0.3, -0.31, -0.36]) == (
+        pytest.approx(0.06)
+    )  # the same words in other case and punctuation are not a rival
+    assert lead(["a small latte", "a large latte"], [-0.3, float("-inf")]) == float("inf")
+    assert lead(["a small latte"], [-0.3]) == float("inf")
+    assert lead(["a small latte", "a small latte"], [-0.3, -0.4]) == float("inf")
+
+
 def test_of_two_readings_a_command_stands_over_a_rejection_and_else_the_surer_one() -> None:
     doubted = Transcript("a large latte", "orderDrink", {"size": "large"}, confidence=0.3)
     surer = Transcript("a small latte", "orderDrink", {"size": "small"}, confidence=0.4)
@@ -144,7 +178,8 @@ def test_the_pair_saves_and_loads_as_one_checkpoint_and_int8_reaches_the_command
         "file": COMMAND_ENCODER_FILE,
         "window_step": 5.0,
         "from_seconds": 1.5,
-        "recheck_below": RECHECK_BELOW,  # the default, written with the model
+        "recheck_below": RECHECK_BELOW,  # the defaults, written with the model
+        "recheck_margin": RECHECK_MARGIN,
     }
     loaded = load_speech_model(out, grammar=paired.grammar)
     assert loaded.command_encoder is not None
@@ -187,6 +222,8 @@ def test_a_command_encoder_that_does_not_fit_is_refused_by_name(paired, tmp_path
     refused(table | {"window_step": 0.01}, weights, "window_step")
     refused(table | {"from_seconds": -1}, weights, "from_seconds")
     refused(table | {"recheck_below": 2}, weights, "recheck_below")
+    refused(table | {"recheck_margin": -0.1}, weights, "recheck_margin")
+    refused(table | {"recheck_margin": float("inf")}, weights, "recheck_margin")
     refused(table | {"file": "../model.safetensors"}, weights, "not a file name")
     refused({"file": COMMAND_ENCODER_FILE}, weights, "invalid")
 

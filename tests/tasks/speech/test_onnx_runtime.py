@@ -119,7 +119,8 @@ def test_a_pair_exports_and_answers_as_on_torch(clips, tmp_path: Path) -> None: 
     """A model with a command encoder (command_encoder.py) exports a third graph, and the
     exported pair reads each clip with the encoder its length calls for and weighs a doubted
     command against Whisper's own reading, as on torch: the same text, intent and acceptance,
-    confidences within 1e-3; every command doubted (recheck_below 1) included. int8 reaches
+    confidences and the search's lead within 1e-3; every command doubted (recheck_below 1)
+    included. int8 reaches
     the command encoder's graph; a manifest that names another file is refused."""
     import dataclasses
     import shutil
@@ -145,6 +146,7 @@ def test_a_pair_exports_and_answers_as_on_torch(clips, tmp_path: Path) -> None: 
     assert manifest["command_encoder"] == {
         "file": "command_encoder.onnx", "window_step": 5.0, "from_seconds": 1.5,
         "recheck_below": pair.command_encoder.recheck_below,
+        "recheck_margin": pair.command_encoder.recheck_margin,
     }  # fmt: skip
     exported = use_grammar(onnx_runtime.load_exported(folder), grammar)
     options = SpeechOptions.resolve(ListenerConfig(grammar=str(APPOINTMENTS)), pair)
@@ -163,6 +165,7 @@ def test_a_pair_exports_and_answers_as_on_torch(clips, tmp_path: Path) -> None: 
             assert [(r.text, r.intent) for r in b] == [(r.text, r.intent) for r in a]
             for x, y in zip(a, b, strict=True):
                 assert y.confidence == pytest.approx(x.confidence, abs=1e-3)
+                assert y.margin == pytest.approx(x.margin, abs=1e-3)  # the search's lead too
         alone = inference.transcribe_many(plain, waveforms, options)
         paired = inference.transcribe_many(pair, waveforms, options)
     differ = [abs(x.confidence - y.confidence) > 1e-3 for x, y in zip(alone, paired, strict=True)]
