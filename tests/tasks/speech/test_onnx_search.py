@@ -1,6 +1,7 @@
 """The torch-free search's constrained step (tasks/speech/onnx_runtime.py): scoring only the
 tokens the grammar allows picks the same beams, tokens and scores as the written-out step over
-the whole (R, V) array with every other token at -inf."""
+the whole (R, V) array with every other token at -inf; the tokens offered to the grammar come
+in the whole sort's order, whichever tier they come from."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import numpy as np
 import pytest
 
 from glassformer.tasks.speech.onnx_runtime import (
+    FIRST_RANKED,
+    NEAR,
     best_allowed,
     best_extensions,
+    best_first,
     normalizers,
     search_scores,
 )
@@ -56,3 +60,19 @@ def test_the_allowed_tokens_alone_give_the_whole_arrays_step(seed: int) -> None:
     assert np.array_equal(fast[0][live], slow[0][live]), (fast, slow)
     assert np.array_equal(fast[1][live], slow[1][live]), (fast, slow)
     assert (fast[1][~live] == EOS).all() and (fast[0] < R).all()
+
+
+@pytest.mark.parametrize("spread", [1.0, 8.0, 30.0])
+def test_tokens_are_offered_in_the_whole_sorts_order_across_tiers(spread: float) -> None:
+    """A peaked row (a few tokens near the best), a flat one (more than FIRST_RANKED within
+    NEAR: the first tier is skipped) and one between: taken to the end, best_first gives
+    every possible token once, in the order of a full sort, the impossible ones never."""
+    rng = np.random.default_rng(int(spread))
+    scores = (spread * rng.standard_normal(3000)).astype(np.float32)
+    scores[rng.choice(3000, 50, replace=False)] = -np.inf
+    near = int((scores >= scores.max() - NEAR).sum())
+    assert (near > FIRST_RANKED) == (spread == 1.0)  # both kinds of row are tried
+    offered = list(best_first(scores))
+    expected = [t for t in np.argsort(-scores, kind="stable").tolist() if scores[t] > -np.inf]
+    assert offered == expected
+    assert list(best_first(np.full(5, -np.inf, np.float32))) == []
