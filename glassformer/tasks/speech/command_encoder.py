@@ -105,13 +105,7 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
     from glassformer.train.checkpoint import check_shapes, expected_shapes, stored_shapes
 
     where = directory / "config.json"
-    try:
-        name = table["file"]  # type: ignore[index]
-        window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
-        recheck_below = float(table.get("recheck_below", RECHECK_BELOW))  # type: ignore[union-attr]
-        recheck_margin = float(table.get("recheck_margin", RECHECK_MARGIN))  # type: ignore[union-attr]
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
+    name, settings = CommandEncoder.from_table(table, speech.features, str(where))
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
         raise CheckpointError(f'{where}: "command_encoder" file={name!r} is not a file name')
     path = directory / name
@@ -125,21 +119,16 @@ def read_command_encoder(speech: SpeechModel, directory: Path, table: object) ->
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path}: unreadable or truncated ({error})") from None
     return with_command_encoder(
-        speech, weights, window_step, from_seconds, str(path), recheck_below, recheck_margin
-    )
+        speech, weights, settings.features.window_step, settings.from_seconds, str(path),
+        settings.recheck_below, settings.recheck_margin,
+    )  # fmt: skip
 
 
 def command_encoder_table(speech: SpeechModel) -> dict:
     """config.json's "command_encoder" table for `speech` (which carries one)."""
     commands = speech.command_encoder
     assert commands is not None
-    return {
-        "file": COMMAND_ENCODER_FILE,
-        "window_step": commands.features.window_step,
-        "from_seconds": commands.from_seconds,
-        "recheck_below": commands.recheck_below,
-        "recheck_margin": commands.recheck_margin,
-    }
+    return commands.table(COMMAND_ENCODER_FILE)
 
 
 def write_command_encoder(speech: SpeechModel, directory: Path) -> None:

@@ -78,7 +78,7 @@ def transcribe_many(
         again = [
             i for i, reader in enumerate(readers)
             if reader[0] is commands.network
-            and commands.doubts(results[i])
+            and commands.doubts(results[i].intent, results[i].confidence, results[i].margin)
         ]  # fmt: skip
         own = [heard[i] for i in again]
         read = read_clips(speech, speech.model, speech.features, own, options, encoder_batch)

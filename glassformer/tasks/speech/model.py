@@ -25,7 +25,6 @@ from glassformer.errors import CheckpointError
 if TYPE_CHECKING:  # a SpeechModel may also hold an exported network (onnx_runtime.py): no torch
     from glassformer.audio.feature_config import FeatureConfig
     from glassformer.models.speech import SpeechTransformer
-    from glassformer.tasks.speech.transcript import Transcript
     from glassformer.tokenizer.base import Tokenizer
     from glassformer.voice.commands import CommandGrammar
 
@@ -34,8 +33,6 @@ RECHECK_BELOW = 0.2  # a command encoder's results below: read again by Whisper'
 # surer reading kept (chosen on coffee orders apart from the benchmark's: docs/benchmarks.md)
 RECHECK_MARGIN = 0.1  # ... and those whose beam's best command led the next other words by
 # less (transcript.lead; chosen on the same held-out orders: docs/benchmarks.md, attempt 18)
-WEIGHED_FROM = 0.05  # ... but a command it reads below this never overrules Whisper's own
-# (a command in cafe noise alone, 0.02, stood over Whisper's rejection without it)
 
 
 @dataclass(frozen=True)
@@ -164,18 +161,54 @@ class CommandEncoder:
             network, fitted, float(from_seconds), float(recheck_below), float(recheck_margin)
         )
 
+    @classmethod
+    def from_table(
+        cls, table: object, features: FeatureConfig, where: str
+    ) -> tuple[object, CommandEncoder]:
+        """A checkpoint's config.json or an exported manifest's "command_encoder" table: the
+        file it names (checked by the caller, who knows where files may be) and the
+        CommandEncoder of its settings (checked), its network still None.
+
+        Raises:
+            CheckpointError: a table without its fields, or settings out of range.
+        """
+        try:
+            name = table["file"]  # type: ignore[index]
+            window_step = float(table["window_step"])  # type: ignore[index]
+            from_seconds = float(table["from_seconds"])  # type: ignore[index]
+            recheck_below = float(table.get("recheck_below", RECHECK_BELOW))  # type: ignore[union-attr]
+            recheck_margin = float(table.get("recheck_margin", RECHECK_MARGIN))  # type: ignore[union-attr]
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
+        unbuilt = cls.checked(
+            None,  # type: ignore[arg-type]
+            features,
+            window_step,
+            from_seconds,
+            recheck_below,
+            where,
+            recheck_margin,
+        )
+        return name, unbuilt
+
+    def table(self, file: str) -> dict:
+        """The "command_encoder" table from_table reads, naming `file`."""
+        return {
+            "file": file,
+            "window_step": self.features.window_step,
+            "from_seconds": self.from_seconds,
+            "recheck_below": self.recheck_below,
+            "recheck_margin": self.recheck_margin,
+        }
+
     def reads(self, heard_seconds: float) -> bool:
         return heard_seconds >= self.from_seconds
 
-    def doubts(self, reading: Transcript) -> bool:
-        """Whether a command this encoder read is read again by the model's own encoder:
-        rejected, under recheck_below in confidence, or its search's best words ahead of
-        the next other words by under recheck_margin (transcript.lead)."""
-        return (
-            reading.intent is None
-            or reading.confidence < self.recheck_below
-            or reading.margin < self.recheck_margin
-        )
+    def doubts(self, intent: str | None, confidence: float, margin: float) -> bool:
+        """Whether a command this encoder read (its intent, None if rejected, its confidence
+        and its search's lead over other words: transcript.lead) is read again by the
+        model's own encoder."""
+        return intent is None or confidence < self.recheck_below or margin < self.recheck_margin
 
 
 @dataclass(frozen=True, eq=False)

@@ -325,14 +325,4 @@ def command_encoder_entry(speech) -> dict:  # noqa: ANN001
     """The manifest's "command_encoder" table (its graph, window, length and recheck cuts),
     for a model that has a second encoder; nothing for one that has not."""
     commands = speech.command_encoder
-    if commands is None:
-        return {}
-    return {
-        "command_encoder": {
-            "file": COMMAND_ENCODER_GRAPH,
-            "window_step": commands.features.window_step,
-            "from_seconds": commands.from_seconds,
-            "recheck_below": commands.recheck_below,
-            "recheck_margin": commands.recheck_margin,
-        }
-    }
+    return {} if commands is None else {"command_encoder": commands.table(COMMAND_ENCODER_GRAPH)}

@@ -52,23 +52,17 @@ from glassformer.audio.io import SAMPLE_RATE
 from glassformer.decoding.constraints import FIRST_RANKED  # candidates ranked at once per beam
 from glassformer.errors import CheckpointError, GlassformerError
 from glassformer.tasks.speech.clips import clip_audio, most_tokens
-from glassformer.tasks.speech.model import (
-    RECHECK_MARGIN,
-    CommandEncoder,
-    DecodingRules,
-    SpeechModel,
-)
+from glassformer.tasks.speech.model import CommandEncoder, DecodingRules, SpeechModel
 from glassformer.tasks.speech.options import SpeechOptions
 from glassformer.tasks.speech.transcript import (
     Transcript,
     checked,
     free_hearings,
     is_doubtful,
-    lead,
     scored,
+    search_lead,
     second_reading,
     stands,
-    strip,
     words_before_closers,
     written_words,
 )
@@ -153,10 +147,7 @@ class OnnxNetwork:
         if threads.isdigit() and int(threads) > 0:
             options.intra_op_num_threads = int(threads)
             options.inter_op_num_threads = 1
-        cpu = ["CPUExecutionProvider"]
-        self.session = lambda name: ort.InferenceSession(  # another graph of the folder
-            str(folder / name), options, providers=cpu
-        )
+        self.folder, self.options = folder, options
         self.encoder = OnnxEncoder(self.session("encoder.onnx"))
         self.decoder = self.session("decoder.onnx")
         self.precision = str(manifest["precision"])
@@ -172,6 +163,14 @@ class OnnxNetwork:
         self.mel = MelFeatures(folder / "features.safetensors", int(manifest["n_mels"]))
         self.past_names = [f"past_{n}_{x}" for n in range(layers) for x in "kv"]
         self.cross_names = [f"cross_{n}_{x}" for n in range(layers) for x in "kv"]
+
+    def session(self, name: str):  # noqa: ANN201 - an onnxruntime InferenceSession
+        """A graph of the folder, in a session with this network's options."""
+        import onnxruntime as ort
+
+        return ort.InferenceSession(
+            str(self.folder / name), self.options, providers=["CPUExecutionProvider"]
+        )
 
     def encode(self, features: np.ndarray) -> list[np.ndarray]:
         """Shapes: features (M, N) -> each decoder layer's cross keys, values: (1, H, S, Dh)"""
@@ -251,28 +250,13 @@ def read_command_encoder(
             name, a missing graph, or settings out of range (CommandEncoder.checked).
     """
     where = str(folder / MANIFEST)
-    try:
-        name = table["file"]  # type: ignore[index]
-        window_step, from_seconds = float(table["window_step"]), float(table["from_seconds"])  # type: ignore[index]
-        recheck_below = float(table["recheck_below"])  # type: ignore[index]
-        recheck_margin = float(table.get("recheck_margin", RECHECK_MARGIN))  # type: ignore[union-attr]
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f'{where}: invalid "command_encoder" table ({error!r})') from None
+    name, unbuilt = CommandEncoder.from_table(table, features, where)
     if name != COMMAND_ENCODER_GRAPH:  # never a path out of the folder
         raise CheckpointError(
             f'{where}: "command_encoder" file={name!r}, not {COMMAND_ENCODER_GRAPH}'
         )
     if not (folder / name).is_file():
         raise CheckpointError(f"{folder / name}: missing")
-    unbuilt = CommandEncoder.checked(
-        None,  # type: ignore[arg-type]
-        features,
-        window_step,
-        from_seconds,
-        recheck_below,
-        where,
-        recheck_margin,
-    )
     return dataclasses.replace(unbuilt, network=OnnxEncoder(network.session(name)))
 
 
@@ -333,7 +317,7 @@ def transcribe_clip(
         commands is not None
         and encoder is commands.network
         and options.constrain
-        and commands.doubts(result)
+        and commands.doubts(result.intent, result.confidence, result.margin)
     ):
         own = read_clip(speech, speech.model, speech.features, heard, options)
         result = second_reading(result, own)
@@ -394,7 +378,7 @@ class Found:
     ended: bool
     picked: np.ndarray  # (T',)
     ends: np.ndarray  # (T',)
-    margin: float  # the best's lead over the next hypothesis with other words (lead())
+    margin: float  # the best's lead over the next hypothesis with other words (search_lead)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -500,8 +484,7 @@ def beam_search(
     normalized = scores / ((5.0 + lengths) / 6.0) ** LENGTH_PENALTY
     order = np.argsort(-normalized, kind="stable")  # best first, ties keep their order
     rows = tokens.tolist()
-    texts = [speech.tokenizer.decode(strip(rows[n], len(start), eos)) for n in order]
-    margin = lead(texts, normalized[order].tolist())
+    margin = search_lead(speech, [rows[n] for n in order], normalized[order].tolist())
     best = int(order[0])
     found = bool(scores[best] > -np.inf)
     return Found(rows[best], found, picked[best], ends[best], margin)

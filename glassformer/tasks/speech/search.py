@@ -28,10 +28,9 @@ from glassformer.tasks.speech.transcript import (
     checked,
     free_hearings,
     is_doubtful,
-    lead,
     scored,
+    search_lead,
     stands,
-    strip,
     words_before_closers,
     written_words,
 )
@@ -190,7 +189,7 @@ def read_clip(
     (transcript.written_words, then scored by teacher forcing and transcript.scored).
     `found` is False when the search ended no hypothesis (the grammar let none end in time).
     `known`: what the search computed already for this clip (prefix_cache). `margin`: the
-    search's lead (search_lead).
+    search's lead (transcript.search_lead).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
@@ -203,14 +202,6 @@ def read_clip(
     ends = [eos, *speech.reading.closers]  # after the last word: the end, or a period, the end
     end_probability = log_probs[words_before_closers(speech, chosen), ends].exp().sum().item()
     return scored(text, command, picked[:, 0].tolist(), end_probability, options, margin)
-
-
-def search_lead(speech: SpeechModel, hypotheses: list[list[int]], scores: list[float]) -> float:
-    """transcript.lead of a clip's hypotheses (each: prompt, written tokens, <eos> padding)
-    and their length-normalized scores, best first."""
-    start, eos = len(speech.start), speech.rules.eos
-    texts = [speech.tokenizer.decode(strip(row, start, eos)) for row in hypotheses]
-    return lead(texts, scores)
 
 
 def token_log_probs(

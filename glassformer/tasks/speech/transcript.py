@@ -8,7 +8,7 @@
     is_command_heard(command, words)     whether a doubtful command stands against the free
                                          words the model heard (agreement)
     cut_repetition(text), strip(...)     free text that looped, cut; the written tokens
-    lead(texts, scores)                  how far the search's best words beat the next
+    search_lead, lead(texts, scores)     how far the search's best words beat the next
                                          hypothesis that writes other words
     second_reading(first, second)        of a command encoder's doubted reading and the
                                          model's own encoder's, the one that stands
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING
 
-from glassformer.tasks.speech.model import WEIGHED_FROM
 from glassformer.voice.expressions import normalize
 
 if TYPE_CHECKING:
@@ -37,6 +36,10 @@ if TYPE_CHECKING:
 # an English grammar agreed at most 0.26 with its command, right commands in seven languages
 # at least 0.29
 MIN_AGREEMENT = 0.28
+# a command encoder's doubted command under this confidence never overrules Whisper's own
+# reading (second_reading): a command in cafe noise alone, 0.02, stood over Whisper's
+# rejection without it
+WEIGHED_FROM = 0.05
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,14 @@ def scored(
     return Transcript(
         command.text, command.intent, command.slots, confidence, end_probability, margin
     )
+
+
+def search_lead(speech: SpeechModel, hypotheses: list[list[int]], scores: list[float]) -> float:
+    """lead() of a search's hypotheses (each: prompt, written tokens, <eos> padding) and
+    their length-normalized scores, best first: what the search on torch (search.py) and the
+    one on onnxruntime (onnx_runtime.py) give every Transcript as its margin."""
+    start, eos = len(speech.start), speech.rules.eos
+    return lead([speech.tokenizer.decode(strip(row, start, eos)) for row in hypotheses], scores)
 
 
 def lead(texts: list[str], scores: list[float]) -> float:

@@ -20,9 +20,9 @@ from glassformer.tasks.speech.config import ListenerConfig
 from glassformer.tasks.speech.inference import transcribe, transcribe_many
 from glassformer.tasks.speech.listener import Listener
 from glassformer.tasks.speech.loading import load_grammar, load_speech_model, use_grammar
-from glassformer.tasks.speech.model import RECHECK_BELOW, RECHECK_MARGIN, WEIGHED_FROM
+from glassformer.tasks.speech.model import RECHECK_BELOW, RECHECK_MARGIN
 from glassformer.tasks.speech.options import SpeechOptions
-from glassformer.tasks.speech.transcript import Transcript, lead, second_reading
+from glassformer.tasks.speech.transcript import WEIGHED_FROM, Transcript, lead, second_reading
 from glassformer.voice.grammar import Grammar
 from glassformer.voice.recorded import find_voice, recorded_commands
 from tests.installed import needs_voice, needs_whisper
