@@ -85,6 +85,7 @@ def decodes(name: str, count: int, seed: int, model: str | None = None) -> list[
             | {"free_text": heard.text, "floor": listener.speech.rules.reject_below}
             | {"plain_confidence": plain.confidence, "plain_text": plain.text}
             | {"multilingual": bool(listener.speech.language_slots())}
+            | {"no_speech": command.no_speech}
         )
     return rows
 
@@ -103,17 +104,29 @@ def hearings_of(row: dict, hearings: str) -> tuple[str, ...]:
     return HEARINGS["both" if multilingual else "context"]
 
 
-def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "listener") -> bool:
+def kept(
+    row: dict,
+    ratio: float,
+    agree: bool = True,
+    hearings: str = "listener",
+    no_speech_doubt: float | None = None,
+) -> bool:
     """The Listener's rule on a row's decodes: the floor, then for a doubtful command (under
-    `ratio` in confidence) the free decodes' test (tasks/speech/transcript.stands), or without
-    `agree` only its probability ratio (the rule before the agreement test). `hearings`: which
-    free decodes test it (HEARINGS, or "listener": hearings_of)."""
-    from glassformer.tasks.speech.transcript import Transcript, stands
+    `ratio` in confidence, or heard with Whisper's no-speech probability at least
+    `no_speech_doubt`: the Listener's NO_SPEECH_DOUBT unless given; above 1, never) the free
+    decodes' test (tasks/speech/transcript.stands), or without `agree` only its probability
+    ratio (the rule before the agreement test). `hearings`: which free decodes test it
+    (HEARINGS, or "listener": hearings_of)."""
+    from glassformer.tasks.speech.transcript import NO_SPEECH_DOUBT, Transcript, stands
+
+    if no_speech_doubt is None:
+        no_speech_doubt = NO_SPEECH_DOUBT
 
     confidence = row["confidence"]
     if not row["found"] or confidence < row["floor"]:
         return False
-    if confidence >= ratio:
+    silent = ratio > 0 and row.get("no_speech", 0.0) >= no_speech_doubt
+    if confidence >= ratio and not silent:
         return True  # not doubtful: no free decode runs
     names = hearings_of(row, hearings)
     if not agree:
@@ -123,7 +136,9 @@ def kept(row: dict, ratio: float, agree: bool = True, hearings: str = "listener"
     return stands(command, heard, ratio)
 
 
-def table(rows: list[dict], hearings: str = "listener") -> list[dict]:
+def table(
+    rows: list[dict], hearings: str = "listener", no_speech_doubt: float | None = None
+) -> list[dict]:
     out = []
     for name in dict.fromkeys(r["grammar"] for r in rows):
         mine = [r for r in rows if r["grammar"] == name]
@@ -131,9 +146,10 @@ def table(rows: list[dict], hearings: str = "listener") -> list[dict]:
         others = [r for r in mine if r["kind"] == "no command"]
         for ratio in RATIOS:
             for agree in (False, True):
-                right = [r["right"] and kept(r, ratio, agree, hearings) for r in commands]
-                wrong = [not r["right"] and kept(r, ratio, agree, hearings) for r in commands]
-                refused = [not kept(r, ratio, agree, hearings) for r in others]
+                keeps = [kept(r, ratio, agree, hearings, no_speech_doubt) for r in commands]
+                right = [r["right"] and k for r, k in zip(commands, keeps, strict=True)]
+                wrong = [not r["right"] and k for r, k in zip(commands, keeps, strict=True)]
+                refused = [not kept(r, ratio, agree, hearings, no_speech_doubt) for r in others]
                 out.append(
                     {"grammar": name, "reject_ratio": ratio, "agreement": agree}
                     | {"commands_right_kept": sum(right) / len(commands)}
@@ -166,6 +182,12 @@ def main() -> None:
         "(both for a multilingual model, with the context for English-only tiny.en), "
         "without the grammar's context then with it (both), or one of them",
     )
+    parser.add_argument(
+        "--no-speech-doubt",
+        type=float,
+        help="score with a command also doubted where Whisper's no-speech probability is at "
+        "least this (default: the Listener's NO_SPEECH_DOUBT; 2: never, the rule before)",
+    )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically
 
@@ -182,7 +204,7 @@ def main() -> None:
         "| not commands rejected |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
-    for row in table(rows, args.hearings):
+    for row in table(rows, args.hearings, args.no_speech_doubt):
         print(
             f"| {row['grammar']} | {row['reject_ratio']:g} | {'yes' if row['agreement'] else 'no'}"
             f" | {row['commands_right_kept']:.1%}"

@@ -106,16 +106,19 @@ async def transcriptions(request: Request) -> dict | PlainTextResponse:
             "task": "transcribe",
             "language": LANGUAGE_NAMES.get(listener.language, listener.language),
             "duration": duration,
-            "segments": [whole_segment(result.text, duration, result.confidence)],
+            "segments": [whole_segment(result.text, duration, result.confidence, result.no_speech)],
         }
     return answer
 
 
-def whole_segment(text: str, duration: float, confidence: float) -> dict[str, Any]:
+def whole_segment(
+    text: str, duration: float, confidence: float, no_speech: float = 0.0
+) -> dict[str, Any]:
     """verbose_json's one segment: a command is one utterance, the whole clip (avg_logprob
-    from the confidence, the geometric-mean token probability)."""
+    from the confidence, the geometric-mean token probability; no_speech_prob the model's
+    own, as Whisper's)."""
     return {
         "id": 0, "seek": 0, "start": 0.0, "end": duration, "text": text, "tokens": [],
         "temperature": 0.0, "avg_logprob": round(math.log(max(confidence, 1e-12)), 4),
-        "compression_ratio": 1.0, "no_speech_prob": 0.0,
+        "compression_ratio": 1.0, "no_speech_prob": round(no_speech, 4),
     }  # fmt: skip

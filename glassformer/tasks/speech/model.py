@@ -238,6 +238,18 @@ class SpeechModel:
         """The tokens decoding starts from: the context (if any), then the prompt."""
         return [*self.context, *self.rules.prompt]
 
+    def no_speech_slot(self) -> tuple[int, int] | None:
+        """Where Whisper says whether a clip holds speech: the position of
+        <|startoftranscript|> in `start` (its logits there) and the no-speech token
+        (<|nospeech|>, <|nocaptions|> in the English-only vocabulary); None for a model
+        without them (one trained here)."""
+        special = self.tokenizer.special_tokens
+        token = special.get("<|nospeech|>", special.get("<|nocaptions|>"))
+        sot = special.get("<|startoftranscript|>")
+        if token is None or sot is None or sot not in self.rules.prompt:
+            return None
+        return len(self.context) + self.rules.prompt.index(sot), token
+
     def language_slots(self) -> list[int]:
         """The prompt's positions that name the language written: a multilingual Whisper's
         one (between <|startoftranscript|> and <|translate|>); none for any other model."""

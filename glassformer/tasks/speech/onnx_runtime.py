@@ -59,6 +59,7 @@ from glassformer.tasks.speech.transcript import (
     checked,
     free_hearings,
     is_doubtful,
+    no_speech,
     scored,
     search_lead,
     second_reading,
@@ -365,7 +366,10 @@ def decode_clip(
         picked, ends = teacher_forced(speech, cross, chosen)
     n = len(chosen) + 1  # the written tokens, then the end
     end_probability = float(ends[words_before_closers(speech, chosen)])
-    return scored(text, command, picked[:n].tolist(), end_probability, options, found.margin)
+    return scored(
+        text, command, picked[:n].tolist(), end_probability, options, found.margin,
+        found.no_speech,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -379,6 +383,7 @@ class Found:
     picked: np.ndarray  # (T',)
     ends: np.ndarray  # (T',)
     margin: float  # the best's lead over the next hypothesis with other words (search_lead)
+    no_speech: float  # the model's no-speech probability (transcript.no_speech)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -442,8 +447,15 @@ def beam_search(
     network: OnnxNetwork = speech.model
     rules, start, K = speech.rules, speech.start, beam_size
     eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
-    # one beam to start from: the first step's K best extensions of it become the K beams
-    logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
+    # one beam to start from: the first step's K best extensions of it become the K beams;
+    # the prompt runs in two parts where Whisper says after <|startoftranscript|> whether it
+    # hears speech (the graph gives the last position's logits only)
+    slot, past = speech.no_speech_slot(), network.start_past()
+    cut = len(start) if slot is None else slot[0] + 1
+    logits, past = network.decode(np.array([start[:cut]], np.int64), past, cross)
+    silence = no_speech(speech, None if slot is None else logits[0])
+    if cut < len(start):
+        logits, past = network.decode(np.array([start[cut:]], np.int64), past, cross)
     tokens = np.array([start], np.int64)  # (1, T0), then (K, T)
     scores, finished, lengths = np.zeros(1), np.zeros(1, bool), np.zeros(1)
     picked, ends = np.zeros((1, 0)), np.zeros((1, 0))  # per beam, per written position
@@ -487,7 +499,7 @@ def beam_search(
     margin = search_lead(speech, [rows[n] for n in order], normalized[order].tolist())
     best = int(order[0])
     found = bool(scores[best] > -np.inf)
-    return Found(rows[best], found, picked[best], ends[best], margin)
+    return Found(rows[best], found, picked[best], ends[best], margin, silence)
 
 
 def best_extensions(

@@ -33,6 +33,8 @@ class Result:
     start: int | None = None  # streams: the sample where the command's audio starts
     end: int | None = None  # streams: the sample just after it
     free_text: bool = False  # fallback "free": no command was heard; text is free text
+    no_speech: float = 0.0  # the model's own probability that the clip holds no speech
+    # (Whisper's; 0 for a model without one): Transcript.no_speech
 
     @property
     def accepted(self) -> bool:
@@ -66,6 +68,7 @@ def as_result(transcript: Transcript, waveform: np.ndarray, elapsed_s: float) ->
         transcript.end_probability,
         len(waveform) / SAMPLE_RATE,
         elapsed_s * 1000,
+        no_speech=transcript.no_speech,
     )
 
 

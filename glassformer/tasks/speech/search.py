@@ -28,6 +28,7 @@ from glassformer.tasks.speech.transcript import (
     checked,
     free_hearings,
     is_doubtful,
+    no_speech,
     scored,
     search_lead,
     stands,
@@ -58,11 +59,18 @@ def decode_clips(
     from glassformer.decoding.search import beam_search
 
     model, K, B = speech.model, options.beam_size, memory.size(0)
+    slot = speech.no_speech_slot()
+    at_start: list[torch.Tensor] = []  # the prompt's logits after <|startoftranscript|>
 
     def step(tokens: torch.Tensor, cache) -> torch.Tensor:  # noqa: ANN001
         # (B*K, T) tokens, (B, S, D) memory -> (B*K, 1, V): the search reads the last
         # position only, and the prompt's other positions would cost the 51,864-word output
-        # layer each (Whisper's grammar context: about 26 of them)
+        # layer each (Whisper's grammar context: about 26 of them); the prompt's pass also
+        # keeps the row after <|startoftranscript|>, where Whisper says if it hears speech
+        if slot is not None and cache.seq_len == 0:
+            logits = model.decode(tokens, memory, padding, cache, last=tokens.size(1) - slot[0])
+            at_start.append(logits[:, 0].float())  # (B, V)
+            return logits[:, -1:]
         return model.decode(tokens, memory, padding, cache, last=1)
 
     prompt = torch.tensor([speech.start] * B, device=memory.device)  # (B, T0)
@@ -87,8 +95,9 @@ def decode_clips(
         best, found = beams.tokens[row, 0].tolist(), bool(beams.scores[row, 0] > float("-inf"))
         known = prefix_cache(cache, row, K, len(speech.start) - 1, valid)
         margin = search_lead(speech, beams.tokens[row].tolist(), beams.scores[row].tolist())
+        silence = no_speech(speech, at_start[0][row].cpu().numpy() if at_start else None)
         transcripts.append(
-            read_clip(speech, clip, best, found, options, limits[row], known, margin)
+            read_clip(speech, clip, best, found, options, limits[row], known, margin, silence)
         )
     if options.constrain:
         transcripts = checked_against_free_text(
@@ -184,12 +193,14 @@ def read_clip(
     limit: int,
     known: KVCache | None = None,
     margin: float = math.inf,
+    silence: float = 0.0,
 ) -> Transcript:
     """A clip's best hypothesis as words, the grammar's intent and slots, and a confidence
     (transcript.written_words, then scored by teacher forcing and transcript.scored).
     `found` is False when the search ended no hypothesis (the grammar let none end in time).
     `known`: what the search computed already for this clip (prefix_cache). `margin`: the
-    search's lead (transcript.search_lead).
+    search's lead (transcript.search_lead); `silence`: the model's no-speech probability
+    (transcript.no_speech).
 
     Shapes:
         memory: (1, S, D)   best: prompt, written tokens, then <eos> padding
@@ -201,7 +212,7 @@ def read_clip(
     picked = log_probs.gather(-1, torch.tensor(tokens[start:])[:, None])  # (T', 1)
     ends = [eos, *speech.reading.closers]  # after the last word: the end, or a period, the end
     end_probability = log_probs[words_before_closers(speech, chosen), ends].exp().sum().item()
-    return scored(text, command, picked[:, 0].tolist(), end_probability, options, margin)
+    return scored(text, command, picked[:, 0].tolist(), end_probability, options, margin, silence)
 
 
 def token_log_probs(

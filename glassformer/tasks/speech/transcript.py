@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from glassformer.voice.expressions import normalize
 
 if TYPE_CHECKING:
@@ -40,6 +42,12 @@ MIN_AGREEMENT = 0.28
 # reading (second_reading): a command in cafe noise alone, 0.02, stood over Whisper's
 # rejection without it
 WEIGHED_FROM = 0.05
+# a command is also checked against its free words, whatever its confidence, where Whisper's
+# own no-speech probability is at least this: cafe noise alone read as a French command at
+# 0.105-0.108 confidence (just over reject_ratio) had 0.35-0.41, the right commands of seven
+# languages at most 0.33, and every cut from 0.1 to 0.3 refused the noise and no right
+# command on bench_rejection's decodes (docs/benchmarks.md, "No speech, by Whisper's word")
+NO_SPEECH_DOUBT = 0.2
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class Transcript:
     end_probability: float = 0.0  # after the last word: p(the end, or a period then the end)
     margin: float = math.inf  # the search's lead over the next hypothesis with other words
     # (length-normalized log-probability; inf: none was kept): lead()
+    no_speech: float = 0.0  # Whisper's own probability that the clip holds no speech (its
+    # <|nospeech|> after <|startoftranscript|>; 0 for a model without one): no_speech()
 
 
 def written_words(
@@ -85,18 +95,36 @@ def scored(
     end_probability: float,
     options: SpeechOptions,
     margin: float = math.inf,
+    no_speech: float = 0.0,
 ) -> Transcript:
     """The Transcript of words whose tokens, then <eos>, had log-probabilities `picked`: a
     confidence (their geometric mean), and a constrained command below options.reject_below
-    rejected (the closest grammar sentence is too unlikely). `margin`: the search's lead()."""
+    rejected (the closest grammar sentence is too unlikely). `margin`: the search's lead();
+    `no_speech`: the model's no-speech probability (no_speech())."""
     confidence = math.exp(sum(picked) / len(picked))
     if options.constrain and confidence < options.reject_below:
         command = None
     if command is None:
-        return Transcript(" ".join(text.split()), None, {}, confidence, end_probability, margin)
-    return Transcript(
-        command.text, command.intent, command.slots, confidence, end_probability, margin
-    )
+        text, intent, slots = " ".join(text.split()), None, {}
+    else:
+        text, intent, slots = command.text, command.intent, command.slots
+    return Transcript(text, intent, slots, confidence, end_probability, margin, no_speech)
+
+
+def no_speech(speech: SpeechModel, logits: np.ndarray | None) -> float:
+    """Whisper's no-speech probability from its logits after <|startoftranscript|> (the
+    whole row, unsuppressed, as OpenAI's decoder reads it to skip silent windows); 0 for a
+    model without a no-speech token (SpeechModel.no_speech_slot), or `logits` None.
+
+    Shapes:
+        logits: (V,)
+    """
+    slot = speech.no_speech_slot()
+    if slot is None or logits is None:
+        return 0.0
+    row = logits.astype(np.float64)
+    row = np.exp(row - row.max())
+    return float(row[slot[1]] / row.sum())
 
 
 def search_lead(speech: SpeechModel, hypotheses: list[list[int]], scores: list[float]) -> float:
@@ -124,10 +152,13 @@ def lead(texts: list[str], scores: list[float]) -> float:
 
 
 def is_doubtful(command: Transcript, reject_ratio: float) -> bool:
-    """Whether a constrained result needs the free decode's check: rejected already, or less
+    """Whether a constrained result needs the free decode's check: rejected already, less
     likely per token than `reject_ratio` (a share of the free transcript's, which is at most
-    1: a command above it needs no free decode)."""
-    return command.intent is None or command.confidence < reject_ratio
+    1: a command above it needs no free decode), or, with the check on (reject_ratio > 0),
+    heard where the model itself finds no speech likely (NO_SPEECH_DOUBT)."""
+    if command.intent is None or command.confidence < reject_ratio:
+        return True
+    return reject_ratio > 0 and command.no_speech >= NO_SPEECH_DOUBT
 
 
 def checked(command: Transcript, hearings: list[Transcript], reject_ratio: float) -> Transcript:
@@ -136,7 +167,10 @@ def checked(command: Transcript, hearings: list[Transcript], reject_ratio: float
     words, never a grammar sentence. See free_hearings for the hearings and their order."""
     if stands(command, hearings, reject_ratio):
         return command
-    return Transcript(hearings[0].text, None, {}, command.confidence, command.end_probability)
+    return Transcript(
+        hearings[0].text, None, {}, command.confidence, command.end_probability,
+        no_speech=command.no_speech,
+    )  # fmt: skip
 
 
 def stands(command: Transcript, hearings: list[Transcript], reject_ratio: float) -> bool:

@@ -167,6 +167,7 @@ def test_a_pair_exports_and_answers_as_on_torch(clips, tmp_path: Path) -> None: 
             for x, y in zip(a, b, strict=True):
                 assert y.confidence == pytest.approx(x.confidence, abs=1e-3)
                 assert y.margin == pytest.approx(x.margin, abs=1e-3)  # the search's lead too
+                assert y.no_speech == pytest.approx(x.no_speech, abs=1e-3)
             on_torch.append(a)
         alone = inference.transcribe_many(plain, waveforms, options)
     paired = on_torch[0]  # the pair as it is, on torch
