@@ -112,20 +112,18 @@ def kept(
     no_speech_doubt: float | None = None,
 ) -> bool:
     """The Listener's rule on a row's decodes: the floor, then for a doubtful command (under
-    `ratio` in confidence, or heard with Whisper's no-speech probability at least
-    `no_speech_doubt`: the Listener's NO_SPEECH_DOUBT unless given; above 1, never) the free
+    `ratio` in confidence, or with `no_speech_doubt`, heard with Whisper's no-speech
+    probability at least that: a rule measured, not the Listener's) the free
     decodes' test (tasks/speech/transcript.stands), or without `agree` only its probability
     ratio (the rule before the agreement test). `hearings`: which free decodes test it
     (HEARINGS, or "listener": hearings_of)."""
-    from glassformer.tasks.speech.transcript import NO_SPEECH_DOUBT, Transcript, stands
-
-    if no_speech_doubt is None:
-        no_speech_doubt = NO_SPEECH_DOUBT
+    from glassformer.tasks.speech.transcript import Transcript, stands
 
     confidence = row["confidence"]
     if not row["found"] or confidence < row["floor"]:
         return False
-    silent = ratio > 0 and row.get("no_speech", 0.0) >= no_speech_doubt
+    silent = no_speech_doubt is not None and ratio > 0
+    silent = silent and row.get("no_speech", 0.0) >= no_speech_doubt
     if confidence >= ratio and not silent:
         return True  # not doubtful: no free decode runs
     names = hearings_of(row, hearings)
@@ -185,8 +183,8 @@ def main() -> None:
     parser.add_argument(
         "--no-speech-doubt",
         type=float,
-        help="score with a command also doubted where Whisper's no-speech probability is at "
-        "least this (default: the Listener's NO_SPEECH_DOUBT; 2: never, the rule before)",
+        help="score with a command also doubted where Whisper's no-speech probability (each "
+        "row's no_speech) is at least this: a rule measured, not the Listener's",
     )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically

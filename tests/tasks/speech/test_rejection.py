@@ -178,14 +178,10 @@ def test_a_command_must_stand_against_every_hearing_and_shows_the_first() -> Non
     assert checked(command, [alike, hearing("Kaffee, Kaffee", 0.9)], 0.1).text == alike.text
 
 
-def test_a_command_is_doubted_where_the_model_hears_no_speech_whatever_its_confidence() -> None:
-    sure = Transcript("i want a mocha", "orderDrink", {}, 0.6)
-    silent = dataclasses.replace(sure, no_speech=transcript.NO_SPEECH_DOUBT)
-    assert not transcript.is_doubtful(sure, 0.1)
-    assert transcript.is_doubtful(silent, 0.1)
-    assert not transcript.is_doubtful(silent, 0.0)  # the check off: no free decode at all
-    rejected = checked(silent, [hearing("Thank you for watching.", 0.4)], 0.1)  # as any
-    assert rejected.intent is None and rejected.no_speech == silent.no_speech
+def test_a_rejection_keeps_the_models_no_speech_probability() -> None:
+    command = Transcript("i want a mocha", "orderDrink", {}, 0.06, no_speech=0.3)
+    rejected = checked(command, [hearing("Thank you for watching.", 0.4)], 0.1)
+    assert rejected.intent is None and rejected.no_speech == 0.3
 
 
 def test_no_speech_is_the_softmax_of_the_no_speech_token_after_the_start() -> None:
@@ -204,12 +200,11 @@ def test_no_speech_is_the_softmax_of_the_no_speech_token_after_the_start() -> No
 
 @needs_whisper
 def test_whisper_hears_no_speech_in_noise_and_speech_in_an_order(
-    listener: Listener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    listener: Listener, tmp_path: Path
 ) -> None:
     """Whisper's own no-speech probability (its <|nocaptions|> after <|startoftranscript|>,
-    the grammar's context before it) reaches every result: low for a spoken order, higher
-    for cafe noise alone; a command it finds at NO_SPEECH_DOUBT or over is read freely too,
-    whatever its confidence, and a right order still stands."""
+    the grammar's context before it) reaches every result: low for a spoken order, high for
+    cafe noise alone (as a doubt it also costs right words: docs/benchmarks.md)."""
     from tests.serve.test_homeassistant import speak
 
     speech = listener.speech
@@ -218,19 +213,5 @@ def test_whisper_hears_no_speech_in_noise_and_speech_in_an_order(
     order = load_audio(speak(tmp_path, "can i have a small coffee"))
     noise = load_audio(real_clip("noise/cafe.wav"))[2 * 16_000 : 5 * 16_000]
     said, babble = listener.understand(order), listener.understand(noise)
-    assert said.no_speech < transcript.NO_SPEECH_DOUBT <= babble.no_speech, (said, babble)
-    assert said.confidence >= listener.options.reject_ratio  # sure: no free decode ...
-    import glassformer.tasks.speech.search as search
-
-    calls: list[bool] = []
-    decode = search.decode_clips
-
-    def spy(speech, memory, padding, options, limits):  # noqa: ANN001, ANN202
-        calls.append(options.constrain)
-        return decode(speech, memory, padding, options, limits)
-
-    monkeypatch.setattr(search, "decode_clips", spy)  # the free decodes' calls
-    assert listener.understand(order).accepted and calls == []
-    monkeypatch.setattr(transcript, "NO_SPEECH_DOUBT", said.no_speech)  # ... unless silent
-    again = listener.understand(order)
-    assert again.accepted and again.text == said.text and calls == [False], (again, calls)
+    assert said.accepted and not babble.accepted, (said, babble)
+    assert said.no_speech < 0.1 and babble.no_speech > 0.2, (said, babble)
