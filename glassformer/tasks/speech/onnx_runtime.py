@@ -447,15 +447,9 @@ def beam_search(
     network: OnnxNetwork = speech.model
     rules, start, K = speech.rules, speech.start, beam_size
     eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
-    # one beam to start from: the first step's K best extensions of it become the K beams;
-    # the prompt runs in two parts where Whisper says after <|startoftranscript|> whether it
-    # hears speech (the graph gives the last position's logits only)
-    slot, past = speech.no_speech_slot(), network.start_past()
-    cut = len(start) if slot is None else slot[0] + 1
-    logits, past = network.decode(np.array([start[:cut]], np.int64), past, cross)
-    silence = no_speech(speech, None if slot is None else logits[0])
-    if cut < len(start):
-        logits, past = network.decode(np.array([start[cut:]], np.int64), past, cross)
+    # one beam to start from: the first step's K best extensions of it become the K beams
+    logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
+    silence = heard_silence(speech, cross)
     tokens = np.array([start], np.int64)  # (1, T0), then (K, T)
     scores, finished, lengths = np.zeros(1), np.zeros(1, bool), np.zeros(1)
     picked, ends = np.zeros((1, 0)), np.zeros((1, 0))  # per beam, per written position
@@ -480,8 +474,7 @@ def beam_search(
         picked = np.concatenate([picked[beam], chosen[:, None]], axis=1)
         ending = end_probabilities(logits, total, ends_at)[beam]
         ends = np.concatenate([ends[beam], ending[:, None]], axis=1)
-        if not np.array_equal(beam, np.arange(len(scores))):  # keys and values follow beams
-            past = [p[beam] for p in past]
+        past = follow_beams(past, beam)  # keys and values follow beams
         tokens = np.concatenate([tokens[beam], next_tokens[:, None]], axis=1)
         lengths = lengths[beam] + ~finished[beam]
         finished = finished[beam] | (next_tokens == eos) | (scores == -np.inf)
@@ -500,6 +493,41 @@ def beam_search(
     best = int(order[0])
     found = bool(scores[best] > -np.inf)
     return Found(rows[best], found, picked[best], ends[best], margin, silence)
+
+
+def heard_silence(speech: SpeechModel, cross: list[np.ndarray]) -> float:
+    """transcript.no_speech for one clip: the prompt up to <|startoftranscript|> run on its
+    own (the graph gives the last position's logits only). Its own pass, not the prompt's
+    split in two: in int8 the graph quantizes each call's activations with one scale, so a
+    split prompt moved every confidence by up to 0.14 and turned 8 of the benchmark's 1,650
+    answers (docs/benchmarks.md, "The keys and values that follow the beams")."""
+    network: OnnxNetwork = speech.model
+    slot = speech.no_speech_slot()
+    if slot is None:
+        return no_speech(speech, None)
+    prefix = np.array([speech.start[: slot[0] + 1]], np.int64)
+    logits, _ = network.decode(prefix, network.start_past(), cross)
+    return no_speech(speech, logits[0])
+
+
+def follow_beams(past: list[np.ndarray], beam: np.ndarray) -> list[np.ndarray]:
+    """Each beam's keys and values after a step: row k becomes row beam[k]'s. A beam that
+    kept its own row costs nothing: only the rows that moved are copied, in place (the
+    arrays are this search's own, fresh from the graph), where gathering every row copied
+    the whole past of every layer at each step a beam moved (about 9 ms a command). At the
+    first step the prompt's one row becomes the K beams'.
+
+    Shapes:
+        past: (R, H, t, Dh) each   beam: (K,) rows of R   returns: (K, H, t, Dh) each
+    """
+    if len(beam) != past[0].shape[0]:
+        return [p[beam] for p in past]
+    moved = np.flatnonzero(beam != np.arange(len(beam)))
+    if moved.size:
+        sources = beam[moved]
+        for p in past:
+            p[moved] = p[sources]  # the right side is a copy: no row is read after its write
+    return past
 
 
 def best_extensions(

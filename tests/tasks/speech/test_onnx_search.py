@@ -1,7 +1,8 @@
 """The torch-free search's constrained step (tasks/speech/onnx_runtime.py): scoring only the
 tokens the grammar allows picks the same beams, tokens and scores as the written-out step over
 the whole (R, V) array with every other token at -inf; the tokens offered to the grammar come
-in the whole sort's order, whichever tier they come from."""
+in the whole sort's order, whichever tier they come from; the keys and values follow the beams
+as a gather of every row would move them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from glassformer.tasks.speech.onnx_runtime import (
     best_allowed,
     best_extensions,
     best_first,
+    follow_beams,
     normalizers,
     search_scores,
 )
@@ -76,3 +78,17 @@ def test_tokens_are_offered_in_the_whole_sorts_order_across_tiers(spread: float)
     expected = [t for t in np.argsort(-scores, kind="stable").tolist() if scores[t] > -np.inf]
     assert offered == expected
     assert list(best_first(np.full(5, -np.inf, np.float32))) == []
+
+
+def test_keys_and_values_follow_the_beams_as_a_gather_of_every_row() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        rows = int(rng.integers(1, 6))
+        past = [rng.standard_normal((rows, 2, 3, 4)).astype(np.float32) for _ in range(4)]
+        K = rows if rows > 1 else 4  # the first step: one row becomes the K beams
+        beam = rng.integers(0, rows, K)
+        expected = [p[beam] for p in past]
+        moved = follow_beams([p.copy() for p in past], beam)
+        assert all(np.array_equal(a, b) for a, b in zip(expected, moved, strict=True)), beam
+    kept = [np.ones((4, 1, 1, 1))]
+    assert follow_beams(kept, np.arange(4))[0] is kept[0]  # no beam moved: nothing copied
