@@ -112,7 +112,7 @@ async def transcriptions(request: Request) -> dict | PlainTextResponse:
 
 
 def whole_segment(
-    text: str, duration: float, confidence: float, no_speech: float = 0.0
+    text: str, duration: float, confidence: float, no_speech: float
 ) -> dict[str, Any]:
     """verbose_json's one segment: a command is one utterance, the whole clip (avg_logprob
     from the confidence, the geometric-mean token probability; no_speech_prob the model's
