@@ -79,9 +79,28 @@ def test_the_same_answers_as_our_modules_on_torch(exported: Path, clips) -> None
         assert (b.text, b.intent, b.slots, b.accepted) == (a.text, a.intent, a.slots, a.accepted)
         assert b.confidence == pytest.approx(a.confidence, abs=1e-3), said
         assert b.end_probability == pytest.approx(a.end_probability, abs=1e-3), said
+        assert b.no_speech == pytest.approx(a.no_speech, abs=1e-3), said  # refused ones too
     right = sum(r.text == said for (said, _), r in zip(clips, theirs, strict=True) if said)
     refused = sum(not r.accepted for (said, _), r in zip(clips, theirs, strict=True) if not said)
     assert right >= 5 and refused >= 2  # both paths taken: commands, and free-text checks
+
+
+def test_a_free_hearing_skips_the_no_speech_pass(exported: Path, clips, monkeypatch) -> None:  # noqa: ANN001
+    """The no-speech probability's pass over the prompt runs once a clip: a free hearing
+    that checks a doubtful command does not run it again (nobody reads its no_speech)."""
+    from glassformer.tasks.speech import onnx_runtime
+
+    calls = []
+    real = onnx_runtime.heard_silence
+
+    def counted(speech, cross):  # noqa: ANN001, ANN202
+        calls.append(1)
+        return real(speech, cross)
+
+    monkeypatch.setattr(onnx_runtime, "heard_silence", counted)
+    results = understood(exported, clips)
+    assert sum(not r.accepted for r in results) >= 2  # free hearings ran
+    assert len(calls) == len(clips)
 
 
 def test_a_fitted_window_is_exported_with_the_model(exported: Path, clips, tmp_path: Path) -> None:  # noqa: ANN001
