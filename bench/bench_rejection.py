@@ -86,8 +86,33 @@ def decodes(name: str, count: int, seed: int, model: str | None = None) -> list[
             | {"plain_confidence": plain.confidence, "plain_text": plain.text}
             | {"multilingual": bool(listener.speech.language_slots())}
             | {"no_speech": command.no_speech}
+            | {"language": language_probability(listener.speech, clip)}
+            | {"plain_language": language_probability(bare, clip)}
         )
     return rows
+
+
+def language_probability(speech, clip) -> float | None:  # noqa: ANN001 - a SpeechModel, audio
+    """A multilingual Whisper's probability that the clip is in the language its prompt
+    names, among the languages it knows (its <|xx|> tokens after <|startoftranscript|>, as
+    Whisper's own language detection reads them), with the model's context before the prompt
+    as it is (the grammar's phrases, or none); None for an English-only model."""
+    import torch
+
+    from glassformer.tasks.speech.clips import clip_features
+
+    slots = speech.language_slots()
+    if not slots:
+        return None
+    special = speech.tokenizer.special_tokens
+    first, last = special["<|startoftranscript|>"], special["<|translate|>"]
+    sot = len(speech.context) + speech.rules.prompt.index(first)
+    with torch.inference_mode():
+        memory, padding = speech.model.encode(clip_features(speech, clip)[None])
+        tokens = torch.tensor([list(speech.start[: sot + 1])])
+        logits = speech.model.decode(tokens, memory, padding, last=1)[0, -1].double()
+    languages = logits[first + 1 : last].softmax(-1)  # the <|xx|> tokens
+    return float(languages[speech.rules.prompt[slots[0]] - first - 1])
 
 
 HEARINGS = {  # --hearings: the free decodes a doubtful command is tested against
@@ -110,10 +135,13 @@ def kept(
     agree: bool = True,
     hearings: str = "listener",
     no_speech_doubt: float | None = None,
+    language_doubt: tuple[str, float] | None = None,
 ) -> bool:
     """The Listener's rule on a row's decodes: the floor, then for a doubtful command (under
     `ratio` in confidence, or with `no_speech_doubt`, heard with Whisper's no-speech
-    probability at least that: a rule measured, not the Listener's) the free
+    probability at least that, or with `language_doubt` (FIELD, P), a multilingual model's
+    probability of the prompt's language (the row's FIELD: "language", with the grammar's
+    context, or "plain_language", without) under P: rules measured, not the Listener's) the free
     decodes' test (tasks/speech/transcript.stands), or without `agree` only its probability
     ratio (the rule before the agreement test). `hearings`: which free decodes test it
     (HEARINGS, or "listener": hearings_of)."""
@@ -124,6 +152,8 @@ def kept(
         return False
     silent = no_speech_doubt is not None and ratio > 0
     silent = silent and row.get("no_speech", 0.0) >= no_speech_doubt
+    if language_doubt is not None and ratio > 0 and row.get(language_doubt[0]) is not None:
+        silent = silent or row[language_doubt[0]] < language_doubt[1]
     if confidence >= ratio and not silent:
         return True  # not doubtful: no free decode runs
     names = hearings_of(row, hearings)
@@ -135,7 +165,10 @@ def kept(
 
 
 def table(
-    rows: list[dict], hearings: str = "listener", no_speech_doubt: float | None = None
+    rows: list[dict],
+    hearings: str = "listener",
+    no_speech_doubt: float | None = None,
+    language_doubt: tuple[str, float] | None = None,
 ) -> list[dict]:
     out = []
     for name in dict.fromkeys(r["grammar"] for r in rows):
@@ -144,10 +177,11 @@ def table(
         others = [r for r in mine if r["kind"] == "no command"]
         for ratio in RATIOS:
             for agree in (False, True):
-                keeps = [kept(r, ratio, agree, hearings, no_speech_doubt) for r in commands]
+                doubts = (no_speech_doubt, language_doubt)
+                keeps = [kept(r, ratio, agree, hearings, *doubts) for r in commands]
                 right = [r["right"] and k for r, k in zip(commands, keeps, strict=True)]
                 wrong = [not r["right"] and k for r, k in zip(commands, keeps, strict=True)]
-                refused = [not kept(r, ratio, agree, hearings, no_speech_doubt) for r in others]
+                refused = [not kept(r, ratio, agree, hearings, *doubts) for r in others]
                 out.append(
                     {"grammar": name, "reject_ratio": ratio, "agreement": agree}
                     | {"commands_right_kept": sum(right) / len(commands)}
@@ -186,8 +220,20 @@ def main() -> None:
         help="score with a command also doubted where Whisper's no-speech probability (each "
         "row's no_speech) is at least this: a rule measured, not the Listener's",
     )
+    parser.add_argument(
+        "--language-doubt",
+        nargs=2,
+        metavar=("FIELD", "P"),
+        help="score with a command also doubted where a multilingual model's probability of "
+        "the prompt's language is under P (FIELD language: with the grammar's context; "
+        "plain_language: without): a rule measured, not the Listener's",
+    )
     args = parser.parse_args()
     from glassformer.files import write_text_atomically
+
+    language_doubt = None
+    if args.language_doubt is not None:
+        language_doubt = (args.language_doubt[0], float(args.language_doubt[1]))
 
     rows: list[dict] = [] if args.rows is None else json.loads(args.rows.read_text())
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -202,7 +248,7 @@ def main() -> None:
         "| not commands rejected |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
-    for row in table(rows, args.hearings, args.no_speech_doubt):
+    for row in table(rows, args.hearings, args.no_speech_doubt, language_doubt):
         print(
             f"| {row['grammar']} | {row['reject_ratio']:g} | {'yes' if row['agreement'] else 'no'}"
             f" | {row['commands_right_kept']:.1%}"
