@@ -23,6 +23,9 @@ under reject_ratio, at least reject_ratio times each free decode's and (the "agr
 column) written like its words (transcript.agreement at least MIN_AGREEMENT): the Listener's
 own rule, scored with and without that second test. `--hearings` scores other rules: both
 free decodes for every model, or one of them only (the rule before: `context`).
+`--no-speech-doubt` and `--language-doubt` score two more doubts measured and not kept (each
+row also holds Whisper's no-speech probability and, for a multilingual model, its
+probability of the prompt's language: docs/benchmarks.md, attempts 7 and 9).
 """
 
 from __future__ import annotations
