@@ -33,12 +33,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+
+from common import scratch_folder  # noqa: E402 - bench/ is on the path now
 
 CHILD = """
 import json, sys, time
@@ -92,7 +93,7 @@ def main() -> None:
     wavs, grammar = recorded_clips(args.commands)
     said = [c.text for c, _ in recorded_commands(Grammar.from_yaml(grammar), find_voice(),
                                                   args.commands, seed=1)]  # fmt: skip
-    folder = Path(tempfile.mkdtemp(prefix="board-"))
+    folder = scratch_folder("board-")
     files = []
     for n, wav in enumerate(wavs):
         files.append(folder / f"{n}.wav")

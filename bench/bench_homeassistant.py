@@ -33,11 +33,11 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from common import scratch_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -165,7 +165,7 @@ class Baseline:
             whisper_language,
         )
 
-        directory = ctranslate2_directory(model, Path(tempfile.mkdtemp()))
+        directory = ctranslate2_directory(model, scratch_folder())
         self.whisper = ctranslate2.models.Whisper(str(directory), compute_type="float32")
         self.speech = use_language(load_speech_model(model), whisper_language(language))
         self.grammar = grammar
@@ -202,7 +202,7 @@ def run_language(
     noise = load_audio(SHARED / "noise" / "cafe.wav")
     rng = random.Random(seed)
     drawn = commands(ours.grammar, count, seed)
-    rows, folder = [], Path(tempfile.mkdtemp())
+    rows, folder = [], scratch_folder()
     for n, command in enumerate(drawn):
         for v, voice in enumerate(voices(language)):
             clean = speak(voice, command.text, folder, f"{n}-{v}")
@@ -322,7 +322,7 @@ def speed(count: int = 10) -> list[dict]:
     from glassformer.tasks.speech.listener import Listener
 
     torch.set_num_threads(1)
-    folder, rows = Path(tempfile.mkdtemp()), []
+    folder, rows = scratch_folder(), []
     home = str(ROOT / "bench" / "homes" / "en.yaml")
     for name, config in [
         ("home assistant", ListenerConfig(intents="en", entities=home)),

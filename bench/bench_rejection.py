@@ -35,12 +35,12 @@ import dataclasses
 import json
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_homeassistant as ha  # noqa: E402 - the voices, homes and not-commands
+from common import scratch_folder  # noqa: E402
 
 RATIOS = [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]
 
@@ -66,7 +66,7 @@ def decodes(name: str, count: int, seed: int, model: str | None = None) -> list[
     free = dataclasses.replace(listener.options, constrain=False, beam_size=1)
     bare = dataclasses.replace(listener.speech, context=())  # free words without the grammar's
     noise, rng = load_audio(ha.SHARED / "noise" / "cafe.wav"), random.Random(seed)
-    folder, clips = Path(tempfile.mkdtemp()), []
+    folder, clips = scratch_folder(), []
     for n, command in enumerate(ha.commands(listener.grammar, count, seed)):
         clean = ha.speak(ha.voices(language)[0], command.text, folder, f"{n}")
         clips.append((command, "clean", clean))

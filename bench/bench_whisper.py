@@ -34,12 +34,12 @@ import random
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from common import scratch_folder
 
 if TYPE_CHECKING:
     from glassformer.tasks.speech.config import ListenerConfig
@@ -230,7 +230,7 @@ def speed(
         from bench_serve import recorded_clips  # the real-voice commands the load test sends
 
         wavs, grammar = recorded_clips(count)
-        folder = Path(tempfile.mkdtemp(prefix="whisper-speed-"))
+        folder = scratch_folder("whisper-speed-")
         files = [folder / f"{i}.wav" for i in range(len(wavs))]
         for path, wav in zip(files, wavs, strict=True):
             path.write_bytes(wav)

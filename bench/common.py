@@ -3,9 +3,13 @@ import path)."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def median_seconds(function: Callable[[], object], runs: int = 5) -> float:
@@ -16,3 +20,11 @@ def median_seconds(function: Callable[[], object], runs: int = 5) -> float:
         function()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def scratch_folder(prefix: str = "bench-") -> Path:
+    """A fresh temporary folder, removed when the process exits (a run's synthesized clips
+    and converted models: megabytes that would otherwise pile up in /tmp, run after run)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

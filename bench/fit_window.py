@@ -39,7 +39,6 @@ import json
 import random
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +46,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+
+from common import scratch_folder  # noqa: E402 - bench/ is on the path now
 
 SHARED = ROOT / ".." / "shared" / "data"
 VOICES = ["espeak-ng:en-us", "espeak-ng:en-gb", "espeak-ng:en-029", "flite:slt", "flite:rms",
@@ -81,7 +82,7 @@ def clip_pool(captions: int, seed: int) -> tuple[list, list]:
     with gzip.open(SHARED / "parallel" / "multi30k" / "train.en.gz", "rt") as file:
         lines = file.read().splitlines()
     lines = [line for line in lines if 3 <= len(line.split()) <= 12]
-    folder = Path(tempfile.mkdtemp(prefix="fit-"))
+    folder = scratch_folder("fit-")
     spoken = []
     for n, text in enumerate(rng.sample(lines, captions)):
         spoken.append((speak(VOICES[n % len(VOICES)], text, folder / f"{n}.wav"), text))
