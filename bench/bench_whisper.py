@@ -61,6 +61,16 @@ def commands() -> tuple[list[Path], list[str]]:
     return files, [p.parent.name for p in files]
 
 
+def real_sets() -> dict[str, tuple[Path, list[Path], list[str]]]:
+    """The real-voice sets the probes of zero-shot levers read, each with its grammar, files
+    and truths: FSDD's test split against the digits grammar, speech_commands_mini against
+    the words grammar (the `digits` and `words` commands' defaults)."""
+    return {
+        "fsdd": (ROOT / "bench/grammars/digits.yaml", *fsdd("test")),
+        "words": (ROOT / "bench/grammars/words.yaml", *commands()),
+    }
+
+
 def noise_conditions(clips: list, snrs: list[float]):  # noqa: ANN201
     """("clean", clips), then ("{snr}dB", the clips with noise mixed in) for each SNR: cafe,
     fridge and traffic in turn, the same seeded draws for every model."""

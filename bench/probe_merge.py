@@ -103,10 +103,7 @@ def main() -> None:
     from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.listener import Listener
 
-    sets = {
-        "fsdd": (bw.ROOT / "bench/grammars/digits.yaml", *bw.fsdd("test")),
-        "words": (bw.ROOT / "bench/grammars/words.yaml", *bw.commands()),
-    }
+    sets = bw.real_sets()
     print("| set | clips | the Listener's search | merged | clips changed |")
     print("| --- | --- | --- | --- | --- |")
     for name, (grammar, files, truth) in sets.items():

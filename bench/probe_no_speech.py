@@ -34,10 +34,7 @@ def decodes(model: str, snrs: list[float]) -> list[dict]:
     from glassformer.tasks.speech.inference import transcribe_many
     from glassformer.tasks.speech.listener import Listener
 
-    sets = {
-        "fsdd": (bw.ROOT / "bench/grammars/digits.yaml", *bw.fsdd("test")),
-        "words": (bw.ROOT / "bench/grammars/words.yaml", *bw.commands()),
-    }
+    sets = bw.real_sets()
     rows = []
     for name, (grammar, files, truth) in sets.items():
         listener = Listener(ListenerConfig(model=model, grammar=str(grammar)))
