@@ -458,7 +458,7 @@ def beam_search(
     eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
     # one beam to start from: the first step's K best extensions of it become the K beams
     logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
-    silence = heard_silence(speech, cross) if silence else 0.0
+    no_speech = heard_silence(speech, cross) if silence else 0.0
     tokens = np.array([start], np.int64)  # (1, T0), then (K, T)
     scores, finished, lengths = np.zeros(1), np.zeros(1, bool), np.zeros(1)
     picked, ends = np.zeros((1, 0)), np.zeros((1, 0))  # per beam, per written position
@@ -501,7 +501,7 @@ def beam_search(
     margin = search_lead(speech, [rows[n] for n in order], normalized[order].tolist())
     best = int(order[0])
     found = bool(scores[best] > -np.inf)
-    return Found(rows[best], found, picked[best], ends[best], margin, silence)
+    return Found(rows[best], found, picked[best], ends[best], margin, no_speech)
 
 
 def heard_silence(speech: SpeechModel, cross: list[np.ndarray]) -> float:
