@@ -346,7 +346,7 @@ def read_clip(
     for model in free_hearings(speech):
         if not stands(command, hearings, options.reject_ratio):
             break
-        hearings.append(decode_clip(model, cross, free, limit, silence=False))
+        hearings.append(decode_clip(model, cross, free, limit, hear_silence=False))
     return checked(command, hearings, options.reject_ratio)
 
 
@@ -355,17 +355,17 @@ def decode_clip(
     cross: list[np.ndarray],
     options: SpeechOptions,
     limit: int,
-    silence: bool = True,
+    hear_silence: bool = True,
 ) -> Transcript:
     """One clip's beam search and the reading of its best hypothesis (search.decode_clips
-    and search.read_clip for one clip). `silence`: False for a free hearing that checks a
+    and search.read_clip for one clip). `hear_silence`: False for a free hearing that checks a
     command, whose no-speech probability nobody reads (the command's own is kept:
     transcript.checked): its own pass over the prompt (heard_silence) is then not run, and
     the hearing's no_speech is 0."""
     from glassformer.tasks.speech.vocabulary import grammar_constraint
 
     grammar = grammar_constraint(speech, options.beam_size) if options.constrain else None
-    found = beam_search(speech, cross, options.beam_size, limit, grammar, silence)
+    found = beam_search(speech, cross, options.beam_size, limit, grammar, hear_silence)
     chosen, text, command = written_words(speech, found.best, found.ended, options, limit)
     start = len(speech.start)
     picked, ends = found.picked, found.ends
@@ -443,14 +443,14 @@ def beam_search(
     beam_size: int,
     limit: int,
     grammar,  # noqa: ANN001  (a TextConstraint, or None: free text)
-    silence: bool = True,
+    hear_silence: bool = True,
 ) -> Found:
     """decoding/search.beam_search for one clip, with search.py's restrictions
     (vocabulary.start_rule, the grammar; its at_most, a batch's per-clip limit, is the loop's
     own limit here), on numpy arrays: the prompt runs once, then K beams (at first, the
     prompt's one) each take one token a step; a beam with nothing allowed dies; the end
     compares score / ((5 + length) / 6) ** 0.6. Returns the best hypothesis and its
-    log-probabilities, and with `silence` the model's no-speech probability (heard_silence;
+    log-probabilities, and with `hear_silence` the model's no-speech probability (heard_silence;
     else 0).
     """
     network: OnnxNetwork = speech.model
@@ -458,7 +458,7 @@ def beam_search(
     eos, ends_at = rules.eos, [rules.eos, *speech.reading.closers]
     # one beam to start from: the first step's K best extensions of it become the K beams
     logits, past = network.decode(np.array([start], np.int64), network.start_past(), cross)
-    no_speech = heard_silence(speech, cross) if silence else 0.0
+    no_speech = heard_silence(speech, cross) if hear_silence else 0.0
     tokens = np.array([start], np.int64)  # (1, T0), then (K, T)
     scores, finished, lengths = np.zeros(1), np.zeros(1, bool), np.zeros(1)
     picked, ends = np.zeros((1, 0)), np.zeros((1, 0))  # per beam, per written position
