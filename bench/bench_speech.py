@@ -8,16 +8,17 @@ command accuracy on real recordings after training on synthesized speech only.
     .venv/bin/python bench/bench_speech.py lesson   [--steps N] [--held-out SPEAKER|none]
                                              [--real-validation] [--set vtlp_range=0.15]
                                              [--feature f_max=3800] [--model dropout=0.1]
-                                             [--seed N] [--pitch-hz LOW HIGH]
+                                             [--seed N] [--pitch-hz LOW HIGH] [--threads N]
     .venv/bin/python bench/bench_speech.py words    [--steps N]   # speech_commands_mini
     .venv/bin/python bench/bench_speech.py coffee   [--steps N]   # coffee_maker grammar
 
 Real recordings are never trained on, except by `lesson`: each quality run synthesizes its
-grammar, trains the `small` preset (with the shared cafe/fridge/traffic noise as augmentation)
-and transcribes the real clips. `lesson` is the article's model trained from scratch on FSDD's
-real training recordings (idx 5-49) of five speakers and the synthetic voices together, scored
-on FSDD's official test split (idx 0-4) and on every clip of the sixth speaker, held out of
-training (`--held-out none`: all six speakers trained, FSDD's own protocol). Prints JSON.
+grammar, trains the `small` preset (with the shared cafe/fridge/traffic noise as augmentation,
+its CPU threads pinned: --threads) and transcribes the real clips. `lesson` is the article's
+model trained from scratch on FSDD's real training recordings (idx 5-49) of five speakers and
+the synthetic voices together, scored on FSDD's official test split (idx 0-4) and on every clip
+of the sixth speaker, held out of training (`--held-out none`: all six speakers trained, FSDD's
+own protocol). Prints JSON.
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ class Recipe:
     model_fields: tuple[tuple[str, float], ...] = ()  # the small preset's model overrides
     seed: int = 1337  # TrainConfig's: weights, sampling and augmentation (not the synthesis)
     pitch_hz: tuple[float, float] | None = None  # synthetic voices' mean F0 drawn from here
+    # one count throughout: a sum split over other threads rounds otherwise, and a seed's
+    # held-out figure moved 6.6 points between 1 and 2 (docs/benchmarks.md, the lesson)
+    threads: int = 0  # training's CPU threads; 0: torch's own default (every core)
 
     def data_name(self, name: str) -> str:
         """A synthesized folder's name: clips at drawn pitches live apart from the voices'
@@ -163,7 +167,13 @@ def train_small(grammar: Path, data: Path, run: Path, recipe: Recipe) -> None:
 
     model_fields = {**SPEECH_PRESETS["small"].model, **dict(recipe.model_fields)}
     train_fields = SPEECH_PRESETS["small"].train
-    config = TrainConfig(**{**train_fields, "steps": recipe.steps, "seed": recipe.seed})
+    if recipe.threads:
+        torch.set_num_threads(recipe.threads)
+    # the thread count pinned, not adapted to the machine's load (glassformer/threads.py):
+    # the same recipe and seed then give the same model whatever runs beside them
+    config = TrainConfig(
+        **{**train_fields, "steps": recipe.steps, "seed": recipe.seed, "adapt_threads": False}
+    )
     data_config = SpeechDataConfig(noise_dir=str(SHARED / "noise"), **dict(recipe.data_fields))
     train_speech(
         grammar, data, model_fields, config, data_config, run, progress=False,
@@ -297,12 +307,27 @@ def lesson(recipe: Recipe, held_out: str, real_validation: bool = False) -> dict
     per_speaker = 40 if real_validation else 45  # recordings of each digit trained on
     trained = len(speakers) - (held_out != "none")
     result = {"held_out": held_out, "training_real_clips": per_speaker * 10 * trained}
+    result["training_threads"] = training_threads(run)
     for name, keep in chosen.items():
         picked = [i for i, p in enumerate(files) if keep(*fsdd_parts(p))]
         result[name] = accuracy(
             run, [files[i] for i in picked], [truth[i] for i in picked], "digit"
         )
     return result
+
+
+def training_threads(run: Path) -> dict[str, int]:
+    """Steps of `run` by the CPU threads they ran with (its metrics log): runs of one recipe
+    and seed compare only where these agree."""
+    from glassformer.train.outputs import METRICS_FILE
+
+    counts: collections.Counter = collections.Counter()
+    with open(run / METRICS_FILE, encoding="utf-8") as log:
+        for line in log:
+            row = json.loads(line)
+            if "threads" in row:
+                counts[str(row["threads"])] += 1
+    return dict(sorted(counts.items()))
 
 
 def linked_file(source: Path, target: Path) -> None:
@@ -399,6 +424,13 @@ def main() -> None:
         "--pitch-hz; its own folder); default: each voice's own pitch",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="training's CPU threads, pinned for the whole run (default: torch's, every core); "
+        "one recipe and seed give one model only at one thread count",
+    )
+    parser.add_argument(
         "--set", action="append", default=[], help="SpeechDataConfig FIELD=NUMBER (ablations)"
     )
     parser.add_argument(
@@ -411,6 +443,7 @@ def main() -> None:
     recipe = Recipe(
         args.steps, args.reuse, overrides(args.set, float), overrides(args.feature),
         overrides(args.model), args.seed, tuple(args.pitch_hz) if args.pitch_hz else None,
+        args.threads,
     )  # fmt: skip
     torch.manual_seed(0)
     if args.what == "speed":
