@@ -49,7 +49,8 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False  # torch.compile the model: fused kernels, ~30 s to compile on a CPU
     max_minutes: float = 0.0  # stop (evaluate, checkpoint) after this much training; 0 = no limit
-    adapt_threads: bool = True  # use fewer CPU threads while other processes use the cores
+    # sums split over other threads round otherwise (docs/benchmarks.md, "Why a seeded run")
+    adapt_threads: bool = True  # fewer threads while others use the cores; off: a seed repeats
 
     def __post_init__(self) -> None:
         require_finite(self)
