@@ -71,6 +71,47 @@ def real_sets() -> dict[str, tuple[Path, list[Path], list[str]]]:
     }
 
 
+def is_right(slots: dict, expected: str) -> bool:
+    """Whether a command's slots name one of the answers `expected` lists ("zero|oh")."""
+    return bool(set(expected.split("|")) & set(slots.values()))
+
+
+@dataclasses.dataclass
+class Cell:
+    """One set at one noise level, as the probes read it: the Listener of the set's grammar
+    and each clip with its truth."""
+
+    set: str  # fsdd | words (real_sets)
+    level: str  # clean | 12dB ... (noise_conditions)
+    listener: object  # a Listener, one per set
+    pairs: list  # (clip, truth)
+
+    def each(self):  # noqa: ANN201
+        """The pairs, with a progress bar named after the cell."""
+        from glassformer.progress import progress_bar
+
+        return progress_bar(iterable=self.pairs, desc=f"{self.set} {self.level}")
+
+    def row(self, *counts: object) -> str:
+        """The cell's line of a probe's table: its name, its clips, then `counts`."""
+        cells = [f"{self.set} {self.level}", len(self.pairs), *counts]
+        return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def probe_cells(model: str, snrs: list[float], **fields):  # noqa: ANN003, ANN201
+    """Each Cell of the real sets (real_sets) at each noise level (noise_conditions), the
+    sets' Listeners made with `model` and `fields` (ListenerConfig's)."""
+    from glassformer.audio.io import load_audio
+    from glassformer.tasks.speech.config import ListenerConfig
+    from glassformer.tasks.speech.listener import Listener
+
+    for name, (grammar, files, truth) in real_sets().items():
+        listener = Listener(ListenerConfig(model=model, grammar=str(grammar), **fields))
+        clips = [load_audio(p) for p in files]
+        for level, heard in noise_conditions(clips, snrs):
+            yield Cell(name, level, listener, list(zip(heard, truth, strict=True)))
+
+
 def noise_conditions(clips: list, snrs: list[float]):  # noqa: ANN201
     """("clean", clips), then ("{snr}dB", the clips with noise mixed in) for each SNR: cafe,
     fridge and traffic in turn, the same seeded draws for every model."""
@@ -100,7 +141,7 @@ def accuracy(
         right, rejected = 0, 0
         for i, (clip, expected) in enumerate(zip(heard_clips, truth, strict=True)):
             heard = listener.understand(clip)
-            good = bool(set(expected.split("|")) & set(heard.slots.values()))
+            good = is_right(heard.slots, expected)
             right += good
             if not good and key == "clean":
                 print(

@@ -41,28 +41,19 @@ def main() -> None:
     parser.add_argument("--model", default="whisper-tiny.en")
     parser.add_argument("--snr", type=float, nargs="*", default=[12.0, 6.0])
     args = parser.parse_args()
-    from glassformer.audio.io import load_audio
-    from glassformer.progress import progress_bar
-    from glassformer.tasks.speech.config import ListenerConfig
-    from glassformer.tasks.speech.listener import Listener
 
-    sets = bw.real_sets()
     print("| set | clips | phrases, commas (the Listener's) | phrases as sentences |")
     print("| --- | --- | --- | --- |")
-    for name, (grammar, files, truth) in sets.items():
-        listener = Listener(ListenerConfig(model=args.model, grammar=str(grammar)))
-        listed = listener.speech
-        written = as_written(listed, listener.speech.grammar.phrases())
-        clips = [load_audio(p) for p in files]
-        for level, heard_clips in bw.noise_conditions(clips, args.snr):
-            right = [0, 0]
-            pairs = list(zip(heard_clips, truth, strict=True))
-            for clip, expected in progress_bar(iterable=pairs, desc=f"{name} {level}"):
-                for n, speech in enumerate((listed, written)):
-                    listener.speech = speech
-                    heard = listener.understand(clip)
-                    right[n] += bool(set(expected.split("|")) & set(heard.slots.values()))
-            print(f"| {name} {level} | {len(pairs)} | {right[0]} | {right[1]} |", flush=True)
+    for cell in bw.probe_cells(args.model, args.snr):
+        listed = cell.listener.speech
+        written = as_written(listed, listed.grammar.phrases())
+        right = [0, 0]
+        for clip, expected in cell.each():
+            for n, speech in enumerate((listed, written)):
+                cell.listener.speech = speech
+                right[n] += bw.is_right(cell.listener.understand(clip).slots, expected)
+        cell.listener.speech = listed  # the next level's cell reads the same Listener
+        print(cell.row(*right), flush=True)
 
 
 if __name__ == "__main__":

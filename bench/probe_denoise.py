@@ -90,36 +90,24 @@ def main() -> None:
     if args.rows:
         score_rows(args.rows)
         return
-    from glassformer.audio.io import load_audio
     from glassformer.files import write_text_atomically
-    from glassformer.progress import progress_bar
-    from glassformer.tasks.speech.config import ListenerConfig
-    from glassformer.tasks.speech.listener import Listener
 
     columns = " | ".join(f"gated at {s:g}" for s in args.strength)
     print(f"| set | clips | as heard | {columns} |")
     print("| --- | --- | --- |" + " --- |" * len(args.strength))
     saved: list[dict] = []
-    for name, (grammar, files, truth) in bw.real_sets().items():
-        listener = Listener(ListenerConfig(model=args.model, grammar=str(grammar)))
-        clips = [load_audio(p) for p in files]
-        for level, heard_clips in bw.noise_conditions(clips, args.snr):
-            right = [0] * (1 + len(args.strength))
-            pairs = list(zip(heard_clips, truth, strict=True))
-            for clip, expected in progress_bar(iterable=pairs, desc=f"{name} {level}"):
-                readings = [clip, *(gated(clip, s) for s in args.strength)]
-                answers = []
-                for n, reading in enumerate(readings):
-                    heard = listener.understand(reading)
-                    answers.append(bool(set(expected.split("|")) & set(heard.slots.values())))
-                    right[n] += answers[-1]
-                saved.append(
-                    {"set": name, "level": level, "estimated_snr": estimated_snr(clip),
-                     "right": answers[0], "gated": dict(zip(map(str, args.strength),
-                                                              answers[1:], strict=True))}
-                )  # fmt: skip
-            cells = " | ".join(str(r) for r in right)
-            print(f"| {name} {level} | {len(pairs)} | {cells} |", flush=True)
+    for cell in bw.probe_cells(args.model, args.snr):
+        right = [0] * (1 + len(args.strength))
+        for clip, expected in cell.each():
+            readings = [clip, *(gated(clip, s) for s in args.strength)]
+            answers = [bw.is_right(cell.listener.understand(r).slots, expected) for r in readings]
+            right = [r + a for r, a in zip(right, answers, strict=True)]
+            saved.append(
+                {"set": cell.set, "level": cell.level, "estimated_snr": estimated_snr(clip),
+                 "right": answers[0],
+                 "gated": dict(zip(map(str, args.strength), answers[1:], strict=True))}
+            )  # fmt: skip
+        print(cell.row(*right), flush=True)
     if args.out:
         import json
 

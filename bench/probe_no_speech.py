@@ -28,37 +28,29 @@ import bench_whisper as bw  # noqa: E402 - the sets, grammars and noise
 
 
 def decodes(model: str, snrs: list[float]) -> list[dict]:
-    from glassformer.audio.io import load_audio
-    from glassformer.progress import progress_bar
-    from glassformer.tasks.speech.config import ListenerConfig
     from glassformer.tasks.speech.inference import transcribe_many
-    from glassformer.tasks.speech.listener import Listener
 
-    sets = bw.real_sets()
     rows = []
-    for name, (grammar, files, truth) in sets.items():
-        listener = Listener(ListenerConfig(model=model, grammar=str(grammar)))
+    for cell in bw.probe_cells(model, snrs):
+        listener = cell.listener
         constrained = dataclasses.replace(listener.options, reject_below=0.0, reject_ratio=0.0)
         free = dataclasses.replace(listener.options, constrain=False, beam_size=1)
         bare = dataclasses.replace(listener.speech, context=())
-        clips = [load_audio(p) for p in files]
-        for level, heard_clips in bw.noise_conditions(clips, snrs):
-            pairs = list(zip(heard_clips, truth, strict=True))
-            for clip, expected in progress_bar(iterable=pairs, desc=f"{name} {level}"):
-                command = transcribe_many(listener.speech, [clip], constrained)[0]
-                heard = transcribe_many(listener.speech, [clip], free)[0]
-                plain = transcribe_many(bare, [clip], free)[0]
-                right = bool(set(expected.split("|")) & set(command.slots.values()))
-                rows.append(
-                    {"grammar": f"{name} {level}", "kind": "command", "said": expected}
-                    | {"right": right, "found": command.intent is not None}
-                    | {"text": command.text, "confidence": command.confidence}
-                    | {"free_confidence": heard.confidence, "free_text": heard.text}
-                    | {"plain_confidence": plain.confidence, "plain_text": plain.text}
-                    | {"floor": listener.speech.rules.reject_below}
-                    | {"multilingual": bool(listener.speech.language_slots())}
-                    | {"no_speech": command.no_speech}
-                )
+        for clip, expected in cell.each():
+            command = transcribe_many(listener.speech, [clip], constrained)[0]
+            heard = transcribe_many(listener.speech, [clip], free)[0]
+            plain = transcribe_many(bare, [clip], free)[0]
+            rows.append(
+                {"grammar": f"{cell.set} {cell.level}", "kind": "command", "said": expected}
+                | {"right": bw.is_right(command.slots, expected)}
+                | {"found": command.intent is not None}
+                | {"text": command.text, "confidence": command.confidence}
+                | {"free_confidence": heard.confidence, "free_text": heard.text}
+                | {"plain_confidence": plain.confidence, "plain_text": plain.text}
+                | {"floor": listener.speech.rules.reject_below}
+                | {"multilingual": bool(listener.speech.language_slots())}
+                | {"no_speech": command.no_speech}
+            )
     return rows
 
 

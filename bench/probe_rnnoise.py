@@ -79,7 +79,7 @@ def right_answers(listener, clips: list, truth: list[str]) -> int:  # noqa: ANN0
             heard = listener.understand(clip)
         except GlassformerError:  # denoised to silence: no command
             continue
-        right += bool(set(expected.split("|")) & set(heard.slots.values()))
+        right += bw.is_right(heard.slots, expected)
     return right
 
 
